@@ -1,0 +1,87 @@
+/* Logging to stderr (sbxd points stderr at its log file when not in the foreground). */
+#include "log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *log_proc = "sbx";
+static enum log_level log_level = LOG_LVL_INFO;
+
+void log_init(const char *procname, enum log_level level)
+{
+	log_proc = procname;
+	log_level = level;
+}
+
+void log_set_level(enum log_level level) { log_level = level; }
+
+int log_parse_level(const char *s, enum log_level *ret)
+{
+	static const char *const names[] = { "error", "warn", "info", "debug" };
+	for (int i = 0; i < 4; i++)
+		if (s && strcmp(s, names[i]) == 0) {
+			*ret = (enum log_level)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static void log_vemit(enum log_level lvl, int err, const char *fmt, va_list ap)
+{
+	static const char *const tags[] = { "error", "warn", "info", "debug" };
+	char msg[1024];
+	struct timespec ts;
+	struct tm tm;
+
+	if (lvl > log_level)
+		return;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	if (err)
+		fprintf(stderr, "%02d:%02d:%02d.%03ld %s[%d] %s: %s: %s\n", tm.tm_hour, tm.tm_min,
+		        tm.tm_sec, ts.tv_nsec / 1000000, log_proc, (int)getpid(), tags[lvl], msg,
+		        strerror(err));
+	else
+		fprintf(stderr, "%02d:%02d:%02d.%03ld %s[%d] %s: %s\n", tm.tm_hour, tm.tm_min,
+		        tm.tm_sec, ts.tv_nsec / 1000000, log_proc, (int)getpid(), tags[lvl], msg);
+	fflush(stderr);
+}
+
+#define LOG_FN(NAME, LVL, WITH_ERRNO)                                                              \
+	void NAME(const char *fmt, ...)                                                            \
+	{                                                                                          \
+		int saved = errno;                                                                 \
+		va_list ap;                                                                        \
+		va_start(ap, fmt);                                                                 \
+		log_vemit(LVL, WITH_ERRNO ? saved : 0, fmt, ap);                                   \
+		va_end(ap);                                                                        \
+		errno = saved;                                                                     \
+	}
+LOG_FN(log_warn, LOG_LVL_WARN, 1)
+LOG_FN(log_warnx, LOG_LVL_WARN, 0)
+LOG_FN(log_info, LOG_LVL_INFO, 0)
+LOG_FN(log_debug, LOG_LVL_DEBUG, 0)
+
+void fatal(const char *fmt, ...)
+{
+	int saved = errno;
+	va_list ap;
+	va_start(ap, fmt);
+	log_vemit(LOG_LVL_ERROR, saved, fmt, ap);
+	va_end(ap);
+	exit(1);
+}
+
+void fatalx(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	log_vemit(LOG_LVL_ERROR, 0, fmt, ap);
+	va_end(ap);
+	exit(1);
+}

@@ -1,0 +1,109 @@
+/* The launcher's shared types: a sandbox's stored settings, a run request and its result,
+ * and the few entry points that connect the modules (store, runner, dispatch). */
+#ifndef SBX_LAUNCHER_H
+#define SBX_LAUNCHER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <event2/event.h>
+#include <sqlite3.h>
+
+#include "proto.h"
+
+/* Limits on what a sandbox may ask for; each is checked by launcher validation and has a
+ * test at and past it. */
+#define SBX_TIMEOUT_MS_DEFAULT    30000u
+#define SBX_TIMEOUT_MS_MAX        3600000u /* one hour */
+#define SBX_MEMORY_MB_DEFAULT     512u
+#define SBX_MEMORY_MB_MAX         65536u
+#define SBX_PIDS_DEFAULT          256u
+#define SBX_PIDS_MAX              32768u
+#define SBX_OUTPUT_BYTES_DEFAULT  (1024u * 1024u)
+#define SBX_OUTPUT_BYTES_MAX      (64u * 1024u * 1024u)
+#define SBX_STORED_OUTPUT_MAX     (256u * 1024u) /* per stream, kept in the database */
+#define SBX_JAIL_UID_BASE         200000u /* reserved host uid range for jails, when root */
+#define SBX_JAIL_UID_COUNT        65536u
+#define SBX_CONCURRENT_RUNS_MAX   64u
+#define SBX_SANDBOXES_MAX         10000u
+
+enum fs_mode { FS_STRICT = 0, FS_ALLOWLIST, FS_OPEN };
+
+struct sandbox {
+	char id[PROTO_ID_MAX + 1];
+	char *name;
+	uint32_t backend; /* enum proto_backend */
+	enum fs_mode fs_mode;
+	char *fs_mode_raw; /* as stored; when it is not a known value fs_mode is FS_STRICT */
+	struct proto_strv read_paths;
+	bool network;
+	struct proto_u32v ports_listen, ports_connect, ports_loopback;
+	struct proto_strv env; /* "KEY=value" */
+	uint32_t timeout_ms, memory_mb, pids;
+	uint64_t output_bytes;
+	bool tracing;
+	char *image;
+	struct proto_strv mount_sources, mount_targets;
+	struct proto_u32v mount_ro;
+	char *workdir;
+	uint32_t jail_uid; /* host uid (and gid) jails of this sandbox run as, when root */
+	uint64_t created_at;
+};
+void sandbox_clear(struct sandbox *s);
+
+/* What the launcher knows about itself, shared by every module. */
+struct launcher {
+	struct event_base *base;
+	sqlite3 *db;
+	char *data_dir;
+	char *sandboxes_dir; /* <data>/sandboxes */
+	bool root;           /* running as uid 0: jails get their own unprivileged uid */
+	struct proto_chan *sbxd; /* events to sbxd (PGRP_ADD/DEL) */
+	struct proto_chan *api;
+	char *bwrap_path;    /* NULL when bwrap is absent: the degraded backend */
+	unsigned live_runs;
+};
+
+struct run_request {
+	char sandbox_id[PROTO_ID_MAX + 1]; /* "" for EXEC = the default sandbox "shell" */
+	uint32_t language;                 /* enum proto_lang */
+	const char *code;
+	const char *stdin_data;
+	uint32_t timeout_ms; /* 0 = the sandbox's limit */
+	uint32_t entrance;   /* enum proto_entrance */
+	bool is_exec;        /* the execShell entrance (POST /exec, sbx_exec) */
+};
+
+struct run_result {
+	char id[PROTO_ID_MAX + 1];
+	char sandbox_id[PROTO_ID_MAX + 1];
+	uint32_t language, entrance;
+	bool has_exit_code;
+	uint32_t exit_code, signal;
+	bool timed_out;
+	char *out, *err; /* captured, capped at the sandbox's outputBytes */
+	size_t out_len, err_len;
+	bool out_truncated, err_truncated;
+	uint64_t duration_ms, created_at;
+	const char *isolation; /* "bwrap" | "degraded" | "none" | ... (static string) */
+	struct proto_strv limits; /* "memory=cgroup-v1", ... */
+	char *note;
+};
+void run_result_clear(struct run_result *r);
+
+/* Completion of run_code(): err is 0 and res filled, or a PERR_* with a message. The
+ * result (and its strings) belong to the caller of the callback only during the call. */
+typedef void (*run_done_fn)(int err, const char *message, struct run_result *res, void *arg);
+
+/* THE gate: every execution from every entrance goes through here (DESIGN.md §6). It
+ * checks the ExecPolicy, resolves the sandbox, builds the fence anew from the stored
+ * settings, spawns, enforces the deadline, records the run and calls done exactly once
+ * (possibly before returning, for refusals). Returns 0 or -errno only for programming
+ * errors; refusals are reported through done. */
+int run_code(struct launcher *L, const struct run_request *req, run_done_fn done, void *arg);
+
+/* Kill every live run (shutdown, or the API channel going away is NOT a reason). */
+void runner_kill_all(struct launcher *L);
+
+#endif

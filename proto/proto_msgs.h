@@ -1,0 +1,277 @@
+/* The message set of the sbx wire protocol: the one definition of every message.
+ *
+ * Each message is a line of PROTO_MESSAGES(X):
+ *     X(NAME, number, fd policy, allowed senders, FIELDS-macro)
+ * and each FIELDS-macro lists its payload as F(S, kind, name, limit), where S is the
+ * struct being described (passed through so offsetof can name it). From this one file
+ * proto.h derives the C structs, and proto.c derives encode, decode, validation and
+ * log printing. Requests have even numbers, replies odd. Bump PROTO_VERSION whenever
+ * anything here changes.
+ *
+ * Field kinds and what `limit` means for them:
+ *   U32, U64, BOOL   limit unused (0)        BOOL must be 0 or 1 on the wire
+ *   ENUM             largest valid value     one byte on the wire
+ *   STR              maximum length, bytes   u32 length, bytes, one NUL; no NUL inside
+ *   STRV             maximum count           u32 count, then that many STR (each <= PROTO_STR_MAX)
+ *   U32V             maximum count           u32 count, then that many u32
+ */
+#ifndef SBX_PROTO_MSGS_H
+#define SBX_PROTO_MSGS_H
+
+#define PROTO_VERSION 1
+
+/* Limits, each a named constant with a test at and past it (tests/unit/test_proto.c). */
+#define PROTO_MSG_MAX    65536u /* whole packet, header included */
+#define PROTO_STR_MAX    4096u  /* a generic string field */
+#define PROTO_ID_MAX     64u    /* sandbox / run ids */
+#define PROTO_NAME_MAX   128u   /* sandbox names */
+#define PROTO_CODE_MAX   60000u /* program text carried inline in RUN / EXEC */
+#define PROTO_LIST_MAX   256u   /* entries of a STRV / U32V */
+#define PROTO_TEXT_MAX   60000u /* profile text */
+
+/* Process roles: allowed-sender bitmasks in the dispatch tables. */
+#define ROLE_SBXD     0x1u
+#define ROLE_LAUNCHER 0x2u
+#define ROLE_API      0x4u
+
+/* ERROR codes; the API maps them onto HTTP statuses and DESIGN.md §7 code names. */
+enum proto_err {
+	PERR_INVALID_ARGUMENT = 1,
+	PERR_NOT_FOUND,
+	PERR_CONFLICT,
+	PERR_FORBIDDEN,
+	PERR_POLICY_REFUSED,
+	PERR_PAYLOAD_TOO_LARGE,
+	PERR_ENGINE_UNAVAILABLE,
+	PERR_INTERNAL,
+	PERR_MAX_ = PERR_INTERNAL
+};
+
+enum proto_lang { LANG_SH = 0, LANG_PYTHON, LANG_NODE, LANG_MAX_ = LANG_NODE };
+enum proto_entrance {
+	ENTRANCE_REST = 0,
+	ENTRANCE_MCP,
+	ENTRANCE_REPL,
+	ENTRANCE_SCHEDULER,
+	ENTRANCE_MAX_ = ENTRANCE_SCHEDULER
+};
+enum proto_backend { BACKEND_DIRECT = 0, BACKEND_DOCKER, BACKEND_MAX_ = BACKEND_DOCKER };
+
+/* Bits of SBX_UPDATE.set_mask: which spec fields the update carries. */
+enum sbx_field_bit {
+	SBXF_NAME = 1u << 0,
+	SBXF_FS_MODE = 1u << 1,
+	SBXF_READ_PATHS = 1u << 2,
+	SBXF_NETWORK = 1u << 3,
+	SBXF_PORTS = 1u << 4,
+	SBXF_ENV = 1u << 5,
+	SBXF_LIMITS = 1u << 6, /* every limits.* field that is non-zero */
+	SBXF_TRACING = 1u << 7,
+	SBXF_IMAGE = 1u << 8,
+	SBXF_BACKEND = 1u << 9,
+	SBXF_ALL_ = (1u << 10) - 1
+};
+
+/* fd policies */
+#define PROTO_FD_NONE     0
+#define PROTO_FD_REQUIRED 1
+#define PROTO_FD_OPTIONAL 2
+
+/* ---- payloads ---------------------------------------------------------------- */
+
+#define MSG_EMPTY_FIELDS(F, S)
+
+#define MSG_ERROR_FIELDS(F, S)                                                                        \
+	F(S, ENUM, code, PERR_MAX_)                                                                   \
+	F(S, STR, message, PROTO_STR_MAX)
+
+#define MSG_HELLO_FIELDS(F, S)                                                                        \
+	F(S, U32, version, 0)                                                                         \
+	F(S, ENUM, role, ROLE_API)                                                                    \
+	F(S, STR, build_id, PROTO_NAME_MAX)
+
+/* sbxd -> child: the channel to the other child (the fd), after either restarts. */
+#define MSG_PEER_FD_FIELDS(F, S) F(S, ENUM, role, ROLE_API)
+
+/* launcher -> sbxd events: a process group the launcher started / one that ended.
+ * jail_pid is the jail's own first process (bwrap --info-fd), which sits in a group of
+ * its own because of --new-session; 0 when not (yet) known. */
+#define MSG_PGRP_ADD_FIELDS(F, S)                                                                     \
+	F(S, U32, pgid, 0)                                                                            \
+	F(S, U32, jail_pid, 0)                                                                        \
+	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
+	F(S, STR, run_id, PROTO_ID_MAX)                                                               \
+	F(S, STR, cgroup, PROTO_STR_MAX)
+#define MSG_PGRP_DEL_FIELDS(F, S) F(S, U32, pgid, 0)
+
+/* api -> sbxd: process states for /health. */
+#define MSG_STATUS_REP_FIELDS(F, S)                                                                   \
+	F(S, U32, sbxd_pid, 0)                                                                        \
+	F(S, U32, launcher_pid, 0)                                                                    \
+	F(S, U32, api_pid, 0)                                                                         \
+	F(S, U32, launcher_restarts, 0)                                                               \
+	F(S, U32, api_restarts, 0)                                                                    \
+	F(S, U64, started_at, 0)                                                                      \
+	F(S, U32, live_groups, 0)
+
+#define MSG_HEALTH_REP_FIELDS(F, S)                                                                   \
+	F(S, STR, isolation, PROTO_NAME_MAX)                                                          \
+	F(S, STR, bwrap_version, PROTO_NAME_MAX)                                                      \
+	F(S, BOOL, launcher_root, 0)                                                                  \
+	F(S, U32, jail_uid_base, 0)                                                                   \
+	F(S, STR, db_path, PROTO_STR_MAX)                                                             \
+	F(S, U32, schema_version, 0)                                                                  \
+	F(S, U32, live_runs, 0)                                                                       \
+	F(S, STR, note, PROTO_STR_MAX)
+
+#define MSG_CAPS_REQ_FIELDS(F, S) F(S, BOOL, recheck, 0)
+#define MSG_CAPS_REP_FIELDS(F, S)                                                                     \
+	F(S, STR, direct_backend, PROTO_NAME_MAX) /* bwrap | seatbelt | degraded */                  \
+	F(S, BOOL, direct_ok, 0)                                                                      \
+	F(S, STR, direct_reason, PROTO_STR_MAX)                                                       \
+	F(S, STR, bwrap_version, PROTO_NAME_MAX)                                                      \
+	F(S, U32, landlock_abi, 0)                                                                    \
+	F(S, BOOL, seccomp, 0)                                                                        \
+	F(S, BOOL, seccomp_notify, 0)                                                                 \
+	F(S, BOOL, pasta, 0)                                                                          \
+	F(S, STR, cgroup, PROTO_NAME_MAX) /* v2 | v1 | none */                                        \
+	F(S, BOOL, docker_ok, 0)                                                                      \
+	F(S, STR, docker_reason, PROTO_STR_MAX)                                                       \
+	F(S, U64, direct_probed_at, 0)                                                                \
+	F(S, U64, docker_probed_at, 0)
+
+#define MSG_POLICY_FIELDS(F, S)                                                                       \
+	F(S, BOOL, exec_shell, 0)                                                                     \
+	F(S, BOOL, scheduler_script, 0)                                                               \
+	F(S, BOOL, run_python, 0)                                                                     \
+	F(S, BOOL, run_node, 0)
+
+/* The settings of a sandbox, shared by create, update and the reply. fs_mode travels as
+ * the client's string so the launcher itself decides (unknown -> strict, reported). */
+#define SBX_SPEC_FIELDS(F, S)                                                                         \
+	F(S, STR, name, PROTO_NAME_MAX)                                                               \
+	F(S, ENUM, backend, BACKEND_MAX_)                                                             \
+	F(S, STR, fs_mode, PROTO_NAME_MAX)                                                            \
+	F(S, STRV, read_paths, PROTO_LIST_MAX)                                                        \
+	F(S, BOOL, network, 0)                                                                        \
+	F(S, U32V, ports_listen, PROTO_LIST_MAX)                                                      \
+	F(S, U32V, ports_connect, PROTO_LIST_MAX)                                                     \
+	F(S, U32V, ports_loopback, PROTO_LIST_MAX)                                                    \
+	F(S, STRV, env, PROTO_LIST_MAX) /* "KEY=value" */                                             \
+	F(S, U32, timeout_ms, 0)                                                                      \
+	F(S, U32, memory_mb, 0)                                                                       \
+	F(S, U32, pids, 0)                                                                            \
+	F(S, U64, output_bytes, 0)                                                                    \
+	F(S, BOOL, tracing, 0)                                                                        \
+	F(S, STR, image, PROTO_NAME_MAX)
+
+#define MSG_SBX_CREATE_FIELDS(F, S) SBX_SPEC_FIELDS(F, S)
+#define MSG_SBX_UPDATE_FIELDS(F, S)                                                                   \
+	F(S, STR, id, PROTO_ID_MAX)                                                                   \
+	F(S, U32, set_mask, 0)                                                                        \
+	SBX_SPEC_FIELDS(F, S)
+#define MSG_SBX_ID_FIELDS(F, S) F(S, STR, id, PROTO_ID_MAX)
+#define MSG_SBX_REP_FIELDS(F, S)                                                                      \
+	F(S, STR, id, PROTO_ID_MAX)                                                                   \
+	SBX_SPEC_FIELDS(F, S)                                                                       \
+	F(S, STRV, mount_sources, PROTO_LIST_MAX)                                                     \
+	F(S, STRV, mount_targets, PROTO_LIST_MAX)                                                     \
+	F(S, U32V, mount_ro, PROTO_LIST_MAX)                                                          \
+	F(S, STR, workdir, PROTO_STR_MAX)                                                             \
+	F(S, U64, created_at, 0)                                                                      \
+	F(S, STR, note, PROTO_STR_MAX)
+#define MSG_LIST_END_FIELDS(F, S) F(S, U32, count, 0)
+#define MSG_OK_FIELDS(F, S)       F(S, STR, id, PROTO_ID_MAX)
+
+#define MSG_RUN_FIELDS(F, S)                                                                          \
+	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
+	F(S, ENUM, language, LANG_MAX_)                                                               \
+	F(S, STR, code, PROTO_CODE_MAX)                                                               \
+	F(S, STR, stdin_data, PROTO_CODE_MAX)                                                         \
+	F(S, U32, timeout_ms, 0)                                                                      \
+	F(S, ENUM, entrance, ENTRANCE_MAX_)
+/* sandbox_id "" = the default sandbox named "shell". */
+#define MSG_EXEC_FIELDS(F, S)                                                                         \
+	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
+	F(S, STR, code, PROTO_CODE_MAX)                                                               \
+	F(S, U32, timeout_ms, 0)                                                                      \
+	F(S, ENUM, entrance, ENTRANCE_MAX_)
+#define MSG_RUNS_LIST_FIELDS(F, S)                                                                    \
+	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
+	F(S, U32, limit, 0)
+#define MSG_RUN_GET_FIELDS(F, S)                                                                      \
+	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
+	F(S, STR, run_id, PROTO_ID_MAX)
+
+/* A run's result. When an fd is attached it is a memfd holding stdout_len bytes of
+ * stdout followed by stderr_len bytes of stderr (outputs can exceed one packet).
+ * limits: "memory=cgroup-v1", "pids=rlimit", ... what was actually enforced. */
+#define MSG_RUN_REP_FIELDS(F, S)                                                                      \
+	F(S, STR, id, PROTO_ID_MAX)                                                                   \
+	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
+	F(S, ENUM, language, LANG_MAX_)                                                               \
+	F(S, ENUM, entrance, ENTRANCE_MAX_)                                                           \
+	F(S, BOOL, has_exit_code, 0)                                                                  \
+	F(S, U32, exit_code, 0)                                                                       \
+	F(S, U32, signal, 0)                                                                          \
+	F(S, BOOL, timed_out, 0)                                                                      \
+	F(S, U64, stdout_len, 0)                                                                      \
+	F(S, U64, stderr_len, 0)                                                                      \
+	F(S, BOOL, stdout_truncated, 0)                                                               \
+	F(S, BOOL, stderr_truncated, 0)                                                               \
+	F(S, U64, duration_ms, 0)                                                                     \
+	F(S, STR, isolation, PROTO_NAME_MAX)                                                          \
+	F(S, U64, created_at, 0)                                                                      \
+	F(S, STRV, limits, PROTO_LIST_MAX)                                                            \
+	F(S, STR, note, PROTO_STR_MAX)
+
+#define MSG_MOUNT_ADD_FIELDS(F, S)                                                                    \
+	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
+	F(S, STR, source, PROTO_STR_MAX)                                                              \
+	F(S, STR, target, PROTO_STR_MAX)                                                              \
+	F(S, BOOL, read_only, 0)
+#define MSG_MOUNT_DEL_FIELDS(F, S)                                                                    \
+	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
+	F(S, STR, target, PROTO_STR_MAX)
+#define MSG_PROFILE_REP_FIELDS(F, S)                                                                  \
+	F(S, STR, kind, PROTO_NAME_MAX) /* bwrap | seatbelt | docker | degraded */                   \
+	F(S, STRV, argv, PROTO_LIST_MAX)                                                              \
+	F(S, STR, text, PROTO_TEXT_MAX)                                                               \
+	F(S, STR, note, PROTO_STR_MAX)
+
+/* ---- the message table ------------------------------------------------------------ */
+/*        NAME         num  fd policy          senders                       fields       */
+#define PROTO_MESSAGES(X)                                                                          \
+	X(ERROR, 1, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_SBXD | ROLE_API, MSG_ERROR_FIELDS)          \
+	X(HELLO, 2, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_SBXD | ROLE_API, MSG_HELLO_FIELDS)          \
+	X(PEER_FD, 4, PROTO_FD_REQUIRED, ROLE_SBXD, MSG_PEER_FD_FIELDS)                            \
+	X(PGRP_ADD, 6, PROTO_FD_NONE, ROLE_LAUNCHER, MSG_PGRP_ADD_FIELDS)                          \
+	X(PGRP_DEL, 8, PROTO_FD_NONE, ROLE_LAUNCHER, MSG_PGRP_DEL_FIELDS)                          \
+	X(STATUS_REQ, 10, PROTO_FD_NONE, ROLE_API, MSG_EMPTY_FIELDS)                               \
+	X(STATUS_REP, 11, PROTO_FD_NONE, ROLE_SBXD, MSG_STATUS_REP_FIELDS)                         \
+	X(HEALTH_REQ, 12, PROTO_FD_NONE, ROLE_API, MSG_EMPTY_FIELDS)                               \
+	X(HEALTH_REP, 13, PROTO_FD_NONE, ROLE_LAUNCHER, MSG_HEALTH_REP_FIELDS)                     \
+	X(CAPS_REQ, 14, PROTO_FD_NONE, ROLE_API, MSG_CAPS_REQ_FIELDS)                              \
+	X(CAPS_REP, 15, PROTO_FD_NONE, ROLE_LAUNCHER, MSG_CAPS_REP_FIELDS)                         \
+	X(POLICY_GET, 16, PROTO_FD_NONE, ROLE_API, MSG_EMPTY_FIELDS)                               \
+	X(POLICY_REP, 17, PROTO_FD_NONE, ROLE_LAUNCHER, MSG_POLICY_FIELDS)                         \
+	X(POLICY_SET, 18, PROTO_FD_NONE, ROLE_API, MSG_POLICY_FIELDS)                              \
+	X(SBX_CREATE, 20, PROTO_FD_NONE, ROLE_API, MSG_SBX_CREATE_FIELDS)                          \
+	X(SBX_REP, 21, PROTO_FD_NONE, ROLE_LAUNCHER, MSG_SBX_REP_FIELDS)                           \
+	X(SBX_GET, 22, PROTO_FD_NONE, ROLE_API, MSG_SBX_ID_FIELDS)                                 \
+	X(SBX_LIST, 24, PROTO_FD_NONE, ROLE_API, MSG_EMPTY_FIELDS)                                 \
+	X(LIST_END, 25, PROTO_FD_NONE, ROLE_LAUNCHER, MSG_LIST_END_FIELDS)                         \
+	X(SBX_UPDATE, 26, PROTO_FD_NONE, ROLE_API, MSG_SBX_UPDATE_FIELDS)                          \
+	X(SBX_DELETE, 28, PROTO_FD_NONE, ROLE_API, MSG_SBX_ID_FIELDS)                              \
+	X(OK, 29, PROTO_FD_NONE, ROLE_LAUNCHER, MSG_OK_FIELDS)                                     \
+	X(RUN, 30, PROTO_FD_NONE, ROLE_API, MSG_RUN_FIELDS)                                        \
+	X(RUN_REP, 31, PROTO_FD_OPTIONAL, ROLE_LAUNCHER, MSG_RUN_REP_FIELDS)                       \
+	X(EXEC, 32, PROTO_FD_NONE, ROLE_API, MSG_EXEC_FIELDS)                                      \
+	X(RUNS_LIST, 34, PROTO_FD_NONE, ROLE_API, MSG_RUNS_LIST_FIELDS)                            \
+	X(RUN_GET, 36, PROTO_FD_NONE, ROLE_API, MSG_RUN_GET_FIELDS)                                \
+	X(MOUNT_ADD, 38, PROTO_FD_NONE, ROLE_API, MSG_MOUNT_ADD_FIELDS)                            \
+	X(MOUNT_DEL, 40, PROTO_FD_NONE, ROLE_API, MSG_MOUNT_DEL_FIELDS)                            \
+	X(PROFILE_GET, 42, PROTO_FD_NONE, ROLE_API, MSG_SBX_ID_FIELDS)                             \
+	X(PROFILE_REP, 43, PROTO_FD_NONE, ROLE_LAUNCHER, MSG_PROFILE_REP_FIELDS)
+
+#endif

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages sbx builds and tests with, when any is missing.
+# As root it runs apt-get itself; otherwise it prints the exact command and fails.
+set -euo pipefail
+
+pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev libevent-dev libyajl-dev
+      libsqlite3-dev libseccomp-dev libcriterion-dev bubblewrap passt nodejs npm curl
+      python3 hyperfine iproute2 procps)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+# node and npm may come from elsewhere than these packages; accept working binaries
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  tmp=()
+  for p in "${missing[@]}"; do [[ $p == nodejs || $p == npm ]] || tmp+=("$p"); done
+  missing=("${tmp[@]}")
+fi
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "sbx: missing packages: ${missing[*]}" >&2
+  echo "sbx: run as root:  apt-get update && $cmd" >&2
+  exit 1
+fi
+echo "sbx: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+$cmd
