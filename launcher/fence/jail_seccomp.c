@@ -1,0 +1,106 @@
+/* The jail's baseline seccomp filter. Default allow: the jail is already in its own user,
+ * pid, ipc and uts namespaces with no capabilities; the filter removes the kernel surfaces
+ * that have repeatedly been the way out of such a jail (ptrace, keyrings, bpf, io_uring,
+ * userfaultfd, perf, module loading, handle-based opens, TIOCSTI injection). */
+#include "jail_seccomp.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if_ether.h>
+#include <seccomp.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cleanup.h"
+
+const char *const jail_seccomp_denied[] = {
+	"ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2", "pivot_root",
+	"move_mount", "open_tree", "fsopen", "fsconfig", "fsmount", "fspick", "mount_setattr",
+	"bpf", "keyctl", "add_key", "request_key", "kexec_load", "kexec_file_load",
+	"init_module", "finit_module", "delete_module", "perf_event_open", "userfaultfd",
+	"io_uring_setup", "io_uring_enter", "io_uring_register", "open_by_handle_at",
+	"name_to_handle_at", "acct", "swapon", "swapoff", "reboot", "settimeofday",
+	"clock_settime", "adjtimex", "clock_adjtime", "syslog", "quotactl", "lookup_dcookie",
+	"vhangup", "iopl", "ioperm", "uselib", "personality", "nfsservctl", NULL
+};
+
+static void seccomp_releasep(scmp_filter_ctx *c)
+{
+	if (*c)
+		seccomp_release(*c);
+}
+
+/* 32-bit x86 and x32 syscalls would otherwise walk around rules written for x86_64. */
+static int add_arches(scmp_filter_ctx ctx)
+{
+#if defined(__x86_64__)
+	int r;
+	if ((r = seccomp_arch_add(ctx, SCMP_ARCH_X86)) < 0 && r != -EEXIST)
+		return r;
+	if ((r = seccomp_arch_add(ctx, SCMP_ARCH_X32)) < 0 && r != -EEXIST)
+		return r;
+#endif
+	return 0;
+}
+
+static int deny_name(scmp_filter_ctx ctx, const char *name)
+{
+	int nr = seccomp_syscall_resolve_name(name);
+	int r;
+	if (nr == __NR_SCMP_ERROR)
+		return 0; /* not on this architecture */
+	r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+	/* -EDOM/-EINVAL: the name exists on some arch of the filter but not all */
+	return (r == -EDOM || r == -EINVAL) ? 0 : r;
+}
+
+int jail_seccomp_fd(bool deny_inet, int *ret_fd)
+{
+	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	if (!ctx)
+		return -ENOMEM;
+	if ((r = add_arches(ctx)) < 0)
+		return r;
+	/* a filter that fails to load must fail the run, never run unfiltered: bwrap exits
+	 * when --seccomp cannot be applied */
+	for (size_t i = 0; jail_seccomp_denied[i]; i++)
+		if ((r = deny_name(ctx, jail_seccomp_denied[i])) < 0)
+			return r;
+	/* TIOCSTI / TIOCLINUX push keystrokes into a terminal the jail shares */
+	if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+	                          SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCSTI))) < 0)
+		return r;
+	if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+	                          SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX))) < 0)
+		return r;
+	if (deny_inet) {
+		static const int families[] = { AF_INET, AF_INET6, AF_PACKET };
+		for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
+			                     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)families[i]));
+			if (r < 0)
+				return r;
+		}
+		/* i386 multiplexes socket() through socketcall, whose family cannot be seen */
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socketcall), 0);
+		if (r < 0 && r != -EDOM && r != -EINVAL)
+			return r;
+	}
+	fd = memfd_create("sbx-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	if ((r = seccomp_export_bpf(ctx, fd)) < 0)
+		return r;
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return -errno;
+	/* the jail must not be able to rewrite its own filter through a leaked fd */
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL) < 0)
+		return -errno;
+	*ret_fd = steal_fd(&fd);
+	return 0;
+}

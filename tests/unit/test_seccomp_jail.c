@@ -1,0 +1,107 @@
+/* The jail's baseline filter, loaded for real in a child process. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <linux/keyctl.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
+#include "fence/jail_seccomp.h"
+
+TestSuite(seccomp, .timeout = 10);
+
+/* Load the filter from the fd the way bwrap does (a sock_fprog read from it). */
+static void load(int fd)
+{
+	static struct sock_filter prog[4096];
+	ssize_t n = read(fd, prog, sizeof(prog));
+	struct sock_fprog fp = { .len = (unsigned short)(n / (ssize_t)sizeof(prog[0])), .filter = prog };
+	if (n <= 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &fp) < 0)
+		_exit(100);
+}
+
+/* Runs body in a filtered child; the child's exit code is body's. */
+static int in_child(bool deny_inet, int (*body)(void))
+{
+	int fd, status;
+	pid_t pid;
+	cr_assert_eq(jail_seccomp_fd(deny_inet, &fd), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		load(fd);
+		_exit(body());
+	}
+	close(fd);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status), "child died by signal %d", WTERMSIG(status));
+	return WEXITSTATUS(status);
+}
+
+static int try_ptrace(void) { return ptrace(PTRACE_TRACEME, 0, 0, 0) < 0 && errno == EPERM ? 0 : 1; }
+static int try_keyctl(void)
+{
+	return syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0) < 0 &&
+	                       errno == EPERM
+	               ? 0
+	               : 1;
+}
+static int try_bpf(void) { return syscall(SYS_bpf, 0, NULL, 0) < 0 && errno == EPERM ? 0 : 1; }
+static int try_userfaultfd(void)
+{
+	return syscall(SYS_userfaultfd, 0) < 0 && errno == EPERM ? 0 : 1;
+}
+static int try_io_uring(void)
+{
+	return syscall(SYS_io_uring_setup, 1, NULL) < 0 && errno == EPERM ? 0 : 1;
+}
+static int try_inet(void)
+{
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	int s6 = socket(AF_INET6, SOCK_DGRAM, 0);
+	return s < 0 && s6 < 0 && errno == EAFNOSUPPORT ? 0 : 1;
+}
+static int try_unix(void)
+{
+	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+	return s >= 0 ? 0 : 1;
+}
+static int try_getpid(void) { return getpid() > 0 ? 0 : 1; }
+
+Test(seccomp, dangerous_calls_refused)
+{
+	cr_assert_eq(in_child(false, try_ptrace), 0, "ptrace was allowed");
+	cr_assert_eq(in_child(false, try_keyctl), 0, "keyctl was allowed");
+	cr_assert_eq(in_child(false, try_bpf), 0, "bpf was allowed");
+	cr_assert_eq(in_child(false, try_userfaultfd), 0, "userfaultfd was allowed");
+	cr_assert_eq(in_child(false, try_io_uring), 0, "io_uring was allowed");
+}
+
+Test(seccomp, inet_sockets_only_without_network)
+{
+	cr_assert_eq(in_child(true, try_inet), 0, "AF_INET sockets allowed without network");
+	cr_assert_eq(in_child(false, try_inet), 1, "AF_INET refused although network is on");
+	cr_assert_eq(in_child(true, try_unix), 0, "AF_UNIX refused");
+}
+
+Test(seccomp, ordinary_calls_still_work)
+{
+	cr_assert_eq(in_child(true, try_getpid), 0);
+}
+
+Test(seccomp, filter_fd_is_sealed)
+{
+	int fd;
+	cr_assert_eq(jail_seccomp_fd(true, &fd), 0);
+	cr_assert_lt(write(fd, "x", 1), 0, "the filter memfd is writable");
+	close(fd);
+}
