@@ -1,0 +1,44 @@
+/* Per-run cgroups (DESIGN.md §5 resource limits): cgroup v2 when it has the memory and
+ * pids controllers, else the v1 memory and pids hierarchies, else none (rlimits alone).
+ * A v2 hierarchy without controllers still gives cgroup.kill, used to end a run whole. */
+#ifndef SBX_CGROUP_H
+#define SBX_CGROUP_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum cg_flavour { CG_NONE = 0, CG_V1, CG_V2 };
+
+struct cgroup_run {
+	enum cg_flavour flavour;
+	char v2[PATH_MAX];   /* v2 group with controllers, or "" */
+	char mem[PATH_MAX];  /* v1 memory group, or "" */
+	char pids[PATH_MAX]; /* v1 pids group, or "" */
+	char kill[PATH_MAX]; /* a v2 group whose cgroup.kill ends the run (may be v2), or "" */
+	bool memory_limited, pids_limited;
+};
+
+/* What this machine offers, measured (root needed to create groups). */
+enum cg_flavour cgroup_detect(void);
+const char *cgroup_flavour_name(enum cg_flavour f); /* "v2" | "v1" | "none" */
+
+/* Create the groups of one run below the launcher's own groups and set the limits
+ * (memory_mb, pids; 0 = no limit). Fills ret; on failure nothing is left behind. */
+int cgroup_run_create(const char *run_id, uint32_t memory_mb, uint32_t pids,
+                      struct cgroup_run *ret);
+/* Move pid into every group of the run (called before the child execs). */
+int cgroup_run_attach(const struct cgroup_run *cg, pid_t pid);
+/* SIGKILL everything in the run's groups (cgroup.kill where present). */
+int cgroup_run_kill(const struct cgroup_run *cg);
+/* Did the memory limit fire (v1 failcnt / oom_control, v2 memory.events oom_kill)? */
+bool cgroup_run_hit_memory(const struct cgroup_run *cg);
+/* Did the pids limit refuse a fork? */
+bool cgroup_run_hit_pids(const struct cgroup_run *cg);
+/* Number of processes still in the run's groups. */
+int cgroup_run_nprocs(const struct cgroup_run *cg);
+/* Kill what is left and remove the groups. */
+void cgroup_run_destroy(struct cgroup_run *cg);
+
+#endif
