@@ -2,16 +2,68 @@
 #ifndef SBX_SANDBOX_H
 #define SBX_SANDBOX_H
 
+#include <stddef.h>
+
 #include "launcher.h"
 
+#define SANDBOX_ID_LEN       10u  /* random [a-z0-9] after "sbx_" */
+#define SANDBOX_ENV_KEY_MAX  128u /* bytes of an env key */
+#define SANDBOX_PATH_MAX     4096u /* bytes of a readPaths entry */
+#define SANDBOX_RM_DEPTH_MAX 256u /* directory depth the workdir removal descends */
+#define SANDBOX_NOTE_MAX     1024u
+#define SANDBOX_REASON_MAX   512u
+#define SANDBOX_DEFAULT_NAME "shell"
+
 /* Parse a fsMode string: known values map to themselves, anything else (or NULL) to
- * FS_STRICT with *ret_unknown set, so the caller can report it. Never FS_OPEN by accident. */
+ * FS_STRICT with *ret_unknown set, so the caller can report it. Never FS_OPEN by accident.
+ * The empty string is the default (strict) and not unknown. */
 enum fs_mode sandbox_fs_mode_parse(const char *s, bool *ret_unknown);
 const char *sandbox_fs_mode_name(enum fs_mode m);
+
+/* The settings carried by SBX_CREATE / SBX_UPDATE (borrowed pointers), derived from the
+ * one definition in proto_msgs.h so a new field cannot be forgotten here. */
+#define SANDBOX_SPEC_MEMBER_(S, KIND, NAME, LIMIT) PROTO_CTYPE_##KIND NAME;
+struct sandbox_spec {
+	SBX_SPEC_FIELDS(SANDBOX_SPEC_MEMBER_, spec)
+};
+#define SANDBOX_SPEC_COPY_(S, KIND, NAME, LIMIT) (S)->NAME = spec_src_->NAME;
+#define SANDBOX_SPEC_FROM(dst, src)                                                                \
+	do {                                                                                       \
+		__typeof__(src) spec_src_ = (src);                                                 \
+		SBX_SPEC_FIELDS(SANDBOX_SPEC_COPY_, (dst))                                         \
+	} while (0)
+
+/* A request id / sandbox id / run id from the API: 1..PROTO_ID_MAX of [a-z0-9_]. */
+bool sandbox_id_valid(const char *id);
+
+/* Check the fields of spec selected by mask (SBXF_*) against the launcher's own rules.
+ * Returns 0, or -EINVAL with a human reason in reason. Changes nothing. */
+int sandbox_spec_check(const struct sandbox_spec *spec, uint32_t mask, char *reason,
+                       size_t reasonsz);
+/* Copy the (checked) fields selected by mask into s; limits of 0 keep the current value
+ * (or the default when s has none). Returns 0 or -ENOMEM (s then needs sandbox_clear). */
+int sandbox_spec_apply(struct sandbox *s, const struct sandbox_spec *spec, uint32_t mask);
+
+/* Notes a reply about s must carry (unknown fsMode, fsMode under docker), "" if none. */
+void sandbox_note(const struct sandbox *s, char *buf, size_t bufsz);
+
+/* Create a new sandbox from a checked spec: id, jail uid (when root), workdir
+ * <data>/sandboxes/<id> (0700, owned by the jail uid), row. -EEXIST: name taken;
+ * -ENOSPC: too many sandboxes or no jail uid left. */
+int sandbox_create(struct launcher *L, const struct sandbox_spec *spec, struct sandbox *ret);
 
 /* The default sandbox for the execShell entrance: the one named "shell", created on first
  * use (strict, no network). */
 int sandbox_ensure_default(struct launcher *L, struct sandbox *ret);
+
+/* Remove <data>/sandboxes/<id> recursively without following a symlink, in a forked
+ * child (as the jail uid when root, since the tree is jail-controlled). done(err, arg) is
+ * called from the event loop when it finishes (never before this returns 0). */
+typedef void (*sandbox_rm_done_fn)(int err, void *arg);
+int sandbox_workdir_remove(struct launcher *L, const char *id, uint32_t jail_uid,
+                           sandbox_rm_done_fn done, void *arg);
+/* The removal itself, in the calling process: every entry below dirfd (not dirfd). */
+int sandbox_rm_tree_at(int dirfd, unsigned depth);
 
 /* Fill a SBX_REP from a sandbox (strings are borrowed from s, do not clear the rep). */
 void sandbox_to_rep(const struct sandbox *s, struct msg_SBX_REP *rep);

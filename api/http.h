@@ -1,0 +1,20 @@
+/* HTTP plumbing shared by REST and MCP. */
+#ifndef SBX_API_HTTP_H
+#define SBX_API_HTTP_H
+
+#include <event2/http.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <yajl/yajl_tree.h>
+
+#include "proto.h"
+
+struct api;
+
+int http_start(struct api *A, const char *host, uint16_t port);
+void http_reply(struct evhttp_request *req, int status, const char *body, size_t len);
+void http_error(struct evhttp_request *req, enum proto_err e, const char *msg);
+int http_guard(struct evhttp_request *req);
+int http_body_json(struct evhttp_request *req, yajl_val *ret);
+
+#endif

@@ -1,0 +1,696 @@
+/* JSON helpers shared by REST and MCP (yajl). */
+#include "json.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+int json_depth_check(const char *buf, size_t len)
+{
+	int depth = 0;
+	bool in_str = false;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = buf[i];
+		if (in_str) {
+			if (c == '\\')
+				i++; /* skip the escaped byte, so \" does not end the string */
+			else if (c == '"')
+				in_str = false;
+			continue;
+		}
+		if (c == '"') {
+			in_str = true;
+		} else if (c == '[' || c == '{') {
+			if (++depth > JSON_DEPTH_MAX)
+				return -E2BIG;
+		} else if (c == ']' || c == '}') {
+			depth--;
+		}
+	}
+	return 0;
+}
+
+int json_parse(const char *buf, size_t len, yajl_val *ret, char *errbuf, size_t errlen)
+{
+	if (json_depth_check(buf, len) < 0) {
+		snprintf(errbuf, errlen, "JSON nested deeper than %d", JSON_DEPTH_MAX);
+		return -E2BIG;
+	}
+	/* yajl_tree wants a NUL-terminated string; a NUL inside ends it early, and the
+	 * parser then sees truncated input and fails, which is what we want */
+	char *copy = malloc(len + 1);
+	if (!copy) {
+		snprintf(errbuf, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	memcpy(copy, buf, len);
+	copy[len] = '\0';
+	char yerr[256] = "";
+	yajl_val v = yajl_tree_parse(copy, yerr, sizeof(yerr));
+	free(copy);
+	if (!v) {
+		char *nl = strchr(yerr, '\n');
+		if (nl)
+			*nl = '\0';
+		snprintf(errbuf, errlen, "invalid JSON: %s", yerr[0] ? yerr : "parse error");
+		return -EINVAL;
+	}
+	*ret = v;
+	return 0;
+}
+
+yajl_val json_get(yajl_val obj, const char *key)
+{
+	if (!obj || !YAJL_IS_OBJECT(obj))
+		return NULL;
+	for (size_t i = 0; i < obj->u.object.len; i++)
+		if (strcmp(obj->u.object.keys[i], key) == 0)
+			return obj->u.object.values[i];
+	return NULL;
+}
+
+int json_get_str(yajl_val obj, const char *key, const char **ret)
+{
+	yajl_val v = json_get(obj, key);
+	if (!v || YAJL_IS_NULL(v))
+		return -ENOENT;
+	if (!YAJL_IS_STRING(v))
+		return -EINVAL;
+	*ret = v->u.string;
+	return 0;
+}
+
+int json_get_bool(yajl_val obj, const char *key, bool *ret)
+{
+	yajl_val v = json_get(obj, key);
+	if (!v || YAJL_IS_NULL(v))
+		return -ENOENT;
+	if (!YAJL_IS_TRUE(v) && !YAJL_IS_FALSE(v))
+		return -EINVAL;
+	*ret = YAJL_IS_TRUE(v);
+	return 0;
+}
+
+int json_get_u64(yajl_val obj, const char *key, uint64_t *ret)
+{
+	yajl_val v = json_get(obj, key);
+	if (!v || YAJL_IS_NULL(v))
+		return -ENOENT;
+	if (!YAJL_IS_INTEGER(v) || YAJL_GET_INTEGER(v) < 0)
+		return -EINVAL;
+	*ret = (uint64_t)YAJL_GET_INTEGER(v);
+	return 0;
+}
+
+int json_get_u32(yajl_val obj, const char *key, uint32_t *ret)
+{
+	uint64_t u;
+	int r = json_get_u64(obj, key, &u);
+	if (r < 0)
+		return r;
+	if (u > UINT32_MAX)
+		return -EINVAL;
+	*ret = (uint32_t)u;
+	return 0;
+}
+
+/* ---- generation --------------------------------------------------------------- */
+
+yajl_gen json_gen_new(void)
+{
+	yajl_gen g = yajl_gen_alloc(NULL);
+	/* we sanitize UTF-8 ourselves (json_gen_bytes); yajl would only refuse it */
+	if (g)
+		yajl_gen_config(g, yajl_gen_validate_utf8, 0);
+	return g;
+}
+
+char *json_gen_dup(yajl_gen g, size_t *ret_len)
+{
+	const unsigned char *buf;
+	size_t len;
+	if (yajl_gen_get_buf(g, &buf, &len) != yajl_gen_status_ok)
+		return NULL;
+	char *s = malloc(len + 1);
+	if (!s)
+		return NULL;
+	memcpy(s, buf, len);
+	s[len] = '\0';
+	if (ret_len)
+		*ret_len = len;
+	return s;
+}
+
+/* Length of the valid UTF-8 sequence at p (1..4), or 0 if invalid. */
+static size_t utf8_seq(const unsigned char *p, size_t n)
+{
+	unsigned char c = p[0];
+	size_t need;
+	uint32_t cp;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		need = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		need = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		need = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (n < need)
+		return 0;
+	for (size_t i = 1; i < need; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if ((need == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (need == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return need;
+}
+
+void json_gen_bytes(yajl_gen g, const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, bad = 0;
+
+	if (!s) {
+		yajl_gen_string(g, (const unsigned char *)"", 0);
+		return;
+	}
+	for (i = 0; i < len;) {
+		size_t k = utf8_seq(p + i, len - i);
+		if (k == 0) {
+			bad++;
+			i++;
+		} else {
+			i += k;
+		}
+	}
+	if (bad == 0) {
+		yajl_gen_string(g, p, len);
+		return;
+	}
+	/* each invalid byte becomes U+FFFD (3 bytes) */
+	unsigned char *out = malloc(len + bad * 2 + 1);
+	if (!out) {
+		yajl_gen_string(g, (const unsigned char *)"", 0);
+		return;
+	}
+	size_t o = 0;
+	for (i = 0; i < len;) {
+		size_t k = utf8_seq(p + i, len - i);
+		if (k == 0) {
+			out[o++] = 0xef;
+			out[o++] = 0xbf;
+			out[o++] = 0xbd;
+			i++;
+		} else {
+			memcpy(out + o, p + i, k);
+			o += k;
+			i += k;
+		}
+	}
+	yajl_gen_string(g, out, o);
+	free(out);
+}
+
+void json_gen_str(yajl_gen g, const char *s)
+{
+	json_gen_bytes(g, s ? s : "", s ? strlen(s) : 0);
+}
+void json_gen_key(yajl_gen g, const char *k)
+{
+	yajl_gen_string(g, (const unsigned char *)k, strlen(k));
+}
+void json_gen_kstr(yajl_gen g, const char *k, const char *v)
+{
+	json_gen_key(g, k);
+	json_gen_str(g, v);
+}
+void json_gen_kbool(yajl_gen g, const char *k, bool v)
+{
+	json_gen_key(g, k);
+	yajl_gen_bool(g, v);
+}
+void json_gen_kint(yajl_gen g, const char *k, long long v)
+{
+	json_gen_key(g, k);
+	yajl_gen_integer(g, v);
+}
+void json_gen_knull(yajl_gen g, const char *k)
+{
+	json_gen_key(g, k);
+	yajl_gen_null(g);
+}
+
+/* ---- errors -------------------------------------------------------------------- */
+
+static const struct {
+	const char *code;
+	int status;
+} err_table[] = {
+	[PERR_INVALID_ARGUMENT] = { "invalid_argument", 400 },
+	[PERR_NOT_FOUND] = { "not_found", 404 },
+	[PERR_CONFLICT] = { "conflict", 409 },
+	[PERR_FORBIDDEN] = { "forbidden", 403 },
+	[PERR_POLICY_REFUSED] = { "policy_refused", 403 },
+	[PERR_PAYLOAD_TOO_LARGE] = { "payload_too_large", 413 },
+	[PERR_ENGINE_UNAVAILABLE] = { "engine_unavailable", 503 },
+	[PERR_INTERNAL] = { "internal", 500 },
+};
+
+const char *json_err_code(enum proto_err e)
+{
+	return e >= PERR_INVALID_ARGUMENT && e <= PERR_MAX_ ? err_table[e].code : "internal";
+}
+int json_err_status(enum proto_err e)
+{
+	return e >= PERR_INVALID_ARGUMENT && e <= PERR_MAX_ ? err_table[e].status : 500;
+}
+
+char *json_error_doc(enum proto_err e, const char *message, size_t *ret_len)
+{
+	yajl_gen g = json_gen_new();
+	if (!g)
+		return NULL;
+	yajl_gen_map_open(g);
+	json_gen_key(g, "error");
+	yajl_gen_map_open(g);
+	json_gen_kstr(g, "code", json_err_code(e));
+	json_gen_kstr(g, "message", message ? message : "");
+	yajl_gen_map_close(g);
+	yajl_gen_map_close(g);
+	char *s = json_gen_dup(g, ret_len);
+	yajl_gen_free(g);
+	return s;
+}
+
+/* ---- request parsers ----------------------------------------------------------- */
+
+#define BAD(...)                                                                                   \
+	do {                                                                                       \
+		snprintf(errmsg, errlen, __VA_ARGS__);                                             \
+		return -EINVAL;                                                                    \
+	} while (0)
+
+static int dup_str(yajl_val obj, const char *key, size_t max, char **dst, bool *present,
+                   char *errmsg, size_t errlen)
+{
+	const char *s;
+	int r = json_get_str(obj, key, &s);
+	*present = false;
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		BAD("%s: must be a string", key);
+	if (strlen(s) > max)
+		BAD("%s: longer than %zu bytes", key, max);
+	char *c = strdup(s);
+	if (!c)
+		BAD("out of memory");
+	free(*dst);
+	*dst = c;
+	*present = true;
+	return 0;
+}
+
+static int parse_ports(yajl_val arr, const char *key, struct proto_u32v *out, char *errmsg,
+                       size_t errlen)
+{
+	if (!YAJL_IS_ARRAY(arr))
+		BAD("ports.%s: must be an array of port numbers", key);
+	if (arr->u.array.len > PROTO_LIST_MAX)
+		BAD("ports.%s: more than %u entries", key, PROTO_LIST_MAX);
+	for (size_t i = 0; i < arr->u.array.len; i++) {
+		yajl_val v = arr->u.array.values[i];
+		if (!YAJL_IS_INTEGER(v) || YAJL_GET_INTEGER(v) < 1 || YAJL_GET_INTEGER(v) > 65535)
+			BAD("ports.%s[%zu]: must be a port number 1-65535", key, i);
+		if (proto_u32v_push(out, (uint32_t)YAJL_GET_INTEGER(v)) < 0)
+			BAD("out of memory");
+	}
+	return 0;
+}
+
+int json_parse_sbx_spec(yajl_val obj, struct msg_SBX_UPDATE *out, char *errmsg, size_t errlen)
+{
+	bool has;
+	yajl_val v;
+	int r;
+
+	if (!obj || !YAJL_IS_OBJECT(obj))
+		BAD("the body must be a JSON object");
+	if ((r = dup_str(obj, "name", PROTO_NAME_MAX, &out->name, &has, errmsg, errlen)) < 0)
+		return r;
+	if (has)
+		out->set_mask |= SBXF_NAME;
+	const char *backend;
+	if ((r = json_get_str(obj, "backend", &backend)) == 0) {
+		if (strcmp(backend, "direct") == 0)
+			out->backend = BACKEND_DIRECT;
+		else if (strcmp(backend, "docker") == 0)
+			out->backend = BACKEND_DOCKER;
+		else
+			BAD("backend: must be \"direct\" or \"docker\"");
+		out->set_mask |= SBXF_BACKEND;
+	} else if (r == -EINVAL) {
+		BAD("backend: must be a string");
+	}
+	if ((r = dup_str(obj, "fsMode", PROTO_NAME_MAX, &out->fs_mode, &has, errmsg, errlen)) < 0)
+		return r;
+	if (has)
+		out->set_mask |= SBXF_FS_MODE;
+	if ((v = json_get(obj, "readPaths")) && !YAJL_IS_NULL(v)) {
+		if (!YAJL_IS_ARRAY(v))
+			BAD("readPaths: must be an array of strings");
+		if (v->u.array.len > PROTO_LIST_MAX)
+			BAD("readPaths: more than %u entries", PROTO_LIST_MAX);
+		for (size_t i = 0; i < v->u.array.len; i++) {
+			yajl_val e = v->u.array.values[i];
+			if (!YAJL_IS_STRING(e))
+				BAD("readPaths[%zu]: must be a string", i);
+			if (strlen(e->u.string) > PROTO_STR_MAX)
+				BAD("readPaths[%zu]: longer than %u bytes", i, PROTO_STR_MAX);
+			if (proto_strv_push(&out->read_paths, e->u.string) < 0)
+				BAD("out of memory");
+		}
+		out->set_mask |= SBXF_READ_PATHS;
+	}
+	if ((r = json_get_bool(obj, "network", &out->network)) == 0)
+		out->set_mask |= SBXF_NETWORK;
+	else if (r == -EINVAL)
+		BAD("network: must be a boolean");
+	if ((v = json_get(obj, "ports")) && !YAJL_IS_NULL(v)) {
+		if (!YAJL_IS_OBJECT(v))
+			BAD("ports: must be an object");
+		static const char *const keys[] = { "listen", "connect", "loopback" };
+		struct proto_u32v *dst[] = { &out->ports_listen, &out->ports_connect, &out->ports_loopback };
+		for (size_t i = 0; i < 3; i++) {
+			yajl_val a = json_get(v, keys[i]);
+			if (a && !YAJL_IS_NULL(a) && (r = parse_ports(a, keys[i], dst[i], errmsg, errlen)) < 0)
+				return r;
+		}
+		out->set_mask |= SBXF_PORTS;
+	}
+	if ((v = json_get(obj, "env")) && !YAJL_IS_NULL(v)) {
+		if (!YAJL_IS_OBJECT(v))
+			BAD("env: must be an object of strings");
+		if (v->u.object.len > PROTO_LIST_MAX)
+			BAD("env: more than %u entries", PROTO_LIST_MAX);
+		for (size_t i = 0; i < v->u.object.len; i++) {
+			const char *k = v->u.object.keys[i];
+			yajl_val e = v->u.object.values[i];
+			if (!YAJL_IS_STRING(e))
+				BAD("env.%s: must be a string", k);
+			if (!k[0] || strchr(k, '='))
+				BAD("env: invalid variable name \"%s\"", k);
+			size_t n = strlen(k) + 1 + strlen(e->u.string);
+			if (n > PROTO_STR_MAX)
+				BAD("env.%s: longer than %u bytes", k, PROTO_STR_MAX);
+			char kv[PROTO_STR_MAX + 1];
+			snprintf(kv, sizeof(kv), "%s=%s", k, e->u.string);
+			if (proto_strv_push(&out->env, kv) < 0)
+				BAD("out of memory");
+		}
+		out->set_mask |= SBXF_ENV;
+	}
+	if ((v = json_get(obj, "limits")) && !YAJL_IS_NULL(v)) {
+		if (!YAJL_IS_OBJECT(v))
+			BAD("limits: must be an object");
+		if (json_get_u32(v, "timeoutMs", &out->timeout_ms) == -EINVAL)
+			BAD("limits.timeoutMs: must be a non-negative integer");
+		if (json_get_u32(v, "memoryMb", &out->memory_mb) == -EINVAL)
+			BAD("limits.memoryMb: must be a non-negative integer");
+		if (json_get_u32(v, "pids", &out->pids) == -EINVAL)
+			BAD("limits.pids: must be a non-negative integer");
+		if (json_get_u64(v, "outputBytes", &out->output_bytes) == -EINVAL)
+			BAD("limits.outputBytes: must be a non-negative integer");
+		out->set_mask |= SBXF_LIMITS;
+	}
+	if ((r = json_get_bool(obj, "tracing", &out->tracing)) == 0)
+		out->set_mask |= SBXF_TRACING;
+	else if (r == -EINVAL)
+		BAD("tracing: must be a boolean");
+	if ((r = dup_str(obj, "image", PROTO_NAME_MAX, &out->image, &has, errmsg, errlen)) < 0)
+		return r;
+	if (has)
+		out->set_mask |= SBXF_IMAGE;
+	return 0;
+}
+
+static int parse_code(yajl_val obj, const char *key, bool required, char **dst, char *errmsg,
+                      size_t errlen)
+{
+	const char *s;
+	int r = json_get_str(obj, key, &s);
+	if (r == -ENOENT) {
+		if (required)
+			BAD("%s: required", key);
+		return 0;
+	}
+	if (r < 0)
+		BAD("%s: must be a string", key);
+	if (strlen(s) > PROTO_CODE_MAX) {
+		snprintf(errmsg, errlen, "%s: longer than %u bytes", key, PROTO_CODE_MAX);
+		return -E2BIG;
+	}
+	if (!(*dst = strdup(s)))
+		BAD("out of memory");
+	return 0;
+}
+
+int json_parse_run(yajl_val obj, struct msg_RUN *out, char *errmsg, size_t errlen)
+{
+	const char *lang;
+	int r;
+
+	if (!obj || !YAJL_IS_OBJECT(obj))
+		BAD("the body must be a JSON object");
+	out->language = LANG_SH;
+	if ((r = json_get_str(obj, "language", &lang)) == 0) {
+		if (strcmp(lang, "sh") == 0)
+			out->language = LANG_SH;
+		else if (strcmp(lang, "python") == 0)
+			out->language = LANG_PYTHON;
+		else if (strcmp(lang, "node") == 0)
+			out->language = LANG_NODE;
+		else
+			BAD("language: must be \"sh\", \"python\" or \"node\"");
+	} else if (r == -EINVAL) {
+		BAD("language: must be a string");
+	}
+	if ((r = parse_code(obj, "code", true, &out->code, errmsg, errlen)) < 0)
+		return r;
+	if ((r = parse_code(obj, "stdin", false, &out->stdin_data, errmsg, errlen)) < 0)
+		return r;
+	if (json_get_u32(obj, "timeoutMs", &out->timeout_ms) == -EINVAL)
+		BAD("timeoutMs: must be a non-negative integer");
+	return 0;
+}
+
+int json_parse_exec(yajl_val obj, struct msg_EXEC *out, char *errmsg, size_t errlen)
+{
+	bool has;
+	int r;
+
+	if (!obj || !YAJL_IS_OBJECT(obj))
+		BAD("the body must be a JSON object");
+	if ((r = parse_code(obj, "code", true, &out->code, errmsg, errlen)) < 0)
+		return r;
+	if ((r = dup_str(obj, "sandboxId", PROTO_ID_MAX, &out->sandbox_id, &has, errmsg, errlen)) < 0)
+		return r;
+	if (json_get_u32(obj, "timeoutMs", &out->timeout_ms) == -EINVAL)
+		BAD("timeoutMs: must be a non-negative integer");
+	return 0;
+}
+
+int json_parse_policy(yajl_val obj, struct msg_POLICY_SET *inout, char *errmsg, size_t errlen)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+	} keys[] = {
+		{ "execShell", offsetof(struct msg_POLICY_SET, exec_shell) },
+		{ "schedulerScript", offsetof(struct msg_POLICY_SET, scheduler_script) },
+		{ "runPython", offsetof(struct msg_POLICY_SET, run_python) },
+		{ "runNode", offsetof(struct msg_POLICY_SET, run_node) },
+	};
+	if (!obj || !YAJL_IS_OBJECT(obj))
+		BAD("the body must be a JSON object");
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		bool b;
+		int r = json_get_bool(obj, keys[i].key, &b);
+		if (r == -EINVAL)
+			BAD("%s: must be a boolean", keys[i].key);
+		if (r == 0)
+			*(bool *)((char *)inout + keys[i].off) = b;
+	}
+	return 0;
+}
+
+/* ---- reply serializers --------------------------------------------------------- */
+
+static void gen_u32v(yajl_gen g, const char *k, const struct proto_u32v *v)
+{
+	json_gen_key(g, k);
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < v->n; i++)
+		yajl_gen_integer(g, v->v[i]);
+	yajl_gen_array_close(g);
+}
+
+static void gen_time(yajl_gen g, const char *k, uint64_t t)
+{
+	char buf[32];
+	if (fmt_iso8601(t, buf, sizeof(buf)) < 0)
+		json_gen_knull(g, k);
+	else
+		json_gen_kstr(g, k, buf);
+}
+
+void json_gen_sbx(yajl_gen g, const struct msg_SBX_REP *s)
+{
+	yajl_gen_map_open(g);
+	json_gen_kstr(g, "id", s->id);
+	json_gen_kstr(g, "name", s->name);
+	json_gen_kstr(g, "backend", s->backend == BACKEND_DOCKER ? "docker" : "direct");
+	json_gen_kstr(g, "fsMode", s->fs_mode);
+	json_gen_key(g, "readPaths");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < s->read_paths.n; i++)
+		json_gen_str(g, s->read_paths.v[i]);
+	yajl_gen_array_close(g);
+	json_gen_kbool(g, "network", s->network);
+	json_gen_key(g, "ports");
+	yajl_gen_map_open(g);
+	gen_u32v(g, "listen", &s->ports_listen);
+	gen_u32v(g, "connect", &s->ports_connect);
+	gen_u32v(g, "loopback", &s->ports_loopback);
+	yajl_gen_map_close(g);
+	json_gen_key(g, "mounts");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < s->mount_sources.n && i < s->mount_targets.n; i++) {
+		yajl_gen_map_open(g);
+		json_gen_kstr(g, "source", s->mount_sources.v[i]);
+		json_gen_kstr(g, "target", s->mount_targets.v[i]);
+		json_gen_kbool(g, "readOnly", i < s->mount_ro.n ? s->mount_ro.v[i] != 0 : true);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+	json_gen_key(g, "env");
+	yajl_gen_map_open(g);
+	for (uint32_t i = 0; i < s->env.n; i++) {
+		const char *kv = s->env.v[i], *eq = strchr(kv, '=');
+		if (!eq)
+			continue;
+		json_gen_bytes(g, kv, (size_t)(eq - kv));
+		json_gen_str(g, eq + 1);
+	}
+	yajl_gen_map_close(g);
+	json_gen_key(g, "limits");
+	yajl_gen_map_open(g);
+	json_gen_kint(g, "timeoutMs", s->timeout_ms);
+	json_gen_kint(g, "memoryMb", s->memory_mb);
+	json_gen_kint(g, "pids", s->pids);
+	json_gen_kint(g, "outputBytes", (long long)s->output_bytes);
+	yajl_gen_map_close(g);
+	json_gen_kbool(g, "tracing", s->tracing);
+	if (s->backend == BACKEND_DOCKER)
+		json_gen_kstr(g, "image", s->image);
+	json_gen_kstr(g, "workdir", s->workdir);
+	gen_time(g, "createdAt", s->created_at);
+	if (s->note && s->note[0])
+		json_gen_kstr(g, "note", s->note);
+	yajl_gen_map_close(g);
+}
+
+static const char *const entrance_names[] = { "rest", "mcp", "repl", "scheduler" };
+static const char *const lang_names[] = { "sh", "python", "node" };
+
+void json_gen_run(yajl_gen g, const struct msg_RUN_REP *r, const char *out, size_t out_len,
+                  const char *err, size_t err_len)
+{
+	yajl_gen_map_open(g);
+	json_gen_kstr(g, "id", r->id);
+	json_gen_kstr(g, "sandboxId", r->sandbox_id);
+	json_gen_kstr(g, "language", r->language <= LANG_MAX_ ? lang_names[r->language] : "sh");
+	if (r->has_exit_code)
+		json_gen_kint(g, "exitCode", r->exit_code);
+	else
+		json_gen_knull(g, "exitCode");
+	if (r->signal)
+		json_gen_kint(g, "signal", r->signal);
+	else
+		json_gen_knull(g, "signal");
+	json_gen_kbool(g, "timedOut", r->timed_out);
+	json_gen_key(g, "stdout");
+	json_gen_bytes(g, out ? out : "", out ? out_len : 0);
+	json_gen_key(g, "stderr");
+	json_gen_bytes(g, err ? err : "", err ? err_len : 0);
+	json_gen_kbool(g, "stdoutTruncated", r->stdout_truncated);
+	json_gen_kbool(g, "stderrTruncated", r->stderr_truncated);
+	json_gen_kint(g, "durationMs", (long long)r->duration_ms);
+	json_gen_kstr(g, "isolation", r->isolation);
+	json_gen_kstr(g, "entrance",
+	              r->entrance <= ENTRANCE_MAX_ ? entrance_names[r->entrance] : "rest");
+	gen_time(g, "createdAt", r->created_at);
+	json_gen_key(g, "limits");
+	yajl_gen_map_open(g);
+	for (uint32_t i = 0; i < r->limits.n; i++) {
+		const char *kv = r->limits.v[i], *eq = strchr(kv, '=');
+		if (!eq)
+			continue;
+		json_gen_bytes(g, kv, (size_t)(eq - kv));
+		json_gen_str(g, eq + 1);
+	}
+	yajl_gen_map_close(g);
+	if (r->note && r->note[0])
+		json_gen_kstr(g, "note", r->note);
+	yajl_gen_map_close(g);
+}
+
+void json_gen_caps(yajl_gen g, const struct msg_CAPS_REP *c)
+{
+	yajl_gen_map_open(g);
+	json_gen_key(g, "direct");
+	yajl_gen_map_open(g);
+	json_gen_kstr(g, "backend", c->direct_backend);
+	json_gen_kbool(g, "ok", c->direct_ok);
+	json_gen_kstr(g, "reason", c->direct_reason);
+	json_gen_kstr(g, "bwrapVersion", c->bwrap_version);
+	gen_time(g, "probedAt", c->direct_probed_at);
+	yajl_gen_map_close(g);
+	json_gen_kint(g, "landlockAbi", c->landlock_abi);
+	json_gen_kbool(g, "seccomp", c->seccomp);
+	json_gen_kbool(g, "seccompNotify", c->seccomp_notify);
+	json_gen_kbool(g, "pasta", c->pasta);
+	json_gen_kstr(g, "cgroup", c->cgroup);
+	json_gen_key(g, "docker");
+	yajl_gen_map_open(g);
+	json_gen_kbool(g, "ok", c->docker_ok);
+	json_gen_kstr(g, "reason", c->docker_reason);
+	gen_time(g, "probedAt", c->docker_probed_at);
+	yajl_gen_map_close(g);
+	json_gen_kstr(g, "isolation", c->direct_ok ? c->direct_backend : "degraded");
+	yajl_gen_map_close(g);
+}
+
+void json_gen_policy(yajl_gen g, const struct msg_POLICY_REP *p)
+{
+	yajl_gen_map_open(g);
+	json_gen_kbool(g, "execShell", p->exec_shell);
+	json_gen_kbool(g, "schedulerScript", p->scheduler_script);
+	json_gen_kbool(g, "runPython", p->run_python);
+	json_gen_kbool(g, "runNode", p->run_node);
+	yajl_gen_map_close(g);
+}

@@ -1,0 +1,59 @@
+/* JSON helpers shared by REST and MCP: one parser per request shape, one serializer per
+ * reply, so both front doors produce and accept exactly the same documents. */
+#ifndef SBX_API_JSON_H
+#define SBX_API_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <yajl/yajl_gen.h>
+#include <yajl/yajl_tree.h>
+
+#include "proto.h"
+
+#define JSON_DEPTH_MAX 32         /* nesting deeper than this is refused before yajl_tree */
+#define JSON_BODY_MAX  (1u << 20) /* bytes, as evhttp_set_max_body_size */
+
+/* 0 if buf nests at most JSON_DEPTH_MAX arrays/objects (strings skipped), else -E2BIG. */
+int json_depth_check(const char *buf, size_t len);
+/* Depth check + yajl_tree_parse. errbuf gets a reason on failure. 0 or -EINVAL/-E2BIG. */
+int json_parse(const char *buf, size_t len, yajl_val *ret, char *errbuf, size_t errlen);
+
+/* Field access; return 0, -ENOENT (absent or null), -EINVAL (wrong type). */
+yajl_val json_get(yajl_val obj, const char *key);
+int json_get_str(yajl_val obj, const char *key, const char **ret);
+int json_get_bool(yajl_val obj, const char *key, bool *ret);
+int json_get_u32(yajl_val obj, const char *key, uint32_t *ret);
+int json_get_u64(yajl_val obj, const char *key, uint64_t *ret);
+
+/* Strings: invalid UTF-8 bytes become U+FFFD so the document is always valid JSON. */
+void json_gen_str(yajl_gen g, const char *s);
+void json_gen_bytes(yajl_gen g, const char *s, size_t len);
+void json_gen_key(yajl_gen g, const char *k);
+void json_gen_kstr(yajl_gen g, const char *k, const char *v);
+void json_gen_kbool(yajl_gen g, const char *k, bool v);
+void json_gen_kint(yajl_gen g, const char *k, long long v);
+void json_gen_knull(yajl_gen g, const char *k);
+yajl_gen json_gen_new(void);
+/* Copy the generated document out (malloc'd, NUL-terminated). */
+char *json_gen_dup(yajl_gen g, size_t *ret_len);
+
+/* Error documents and their statuses (DESIGN.md §7). */
+const char *json_err_code(enum proto_err e);
+int json_err_status(enum proto_err e);
+char *json_error_doc(enum proto_err e, const char *message, size_t *ret_len);
+
+/* Request parsers: fill a message from a client's JSON; errmsg says which field is wrong.
+ * Return 0, -EINVAL (bad input: 400) or -E2BIG (code too large: 413). */
+int json_parse_sbx_spec(yajl_val obj, struct msg_SBX_UPDATE *out, char *errmsg, size_t errlen);
+int json_parse_run(yajl_val obj, struct msg_RUN *out, char *errmsg, size_t errlen);
+int json_parse_exec(yajl_val obj, struct msg_EXEC *out, char *errmsg, size_t errlen);
+int json_parse_policy(yajl_val obj, struct msg_POLICY_SET *inout, char *errmsg, size_t errlen);
+
+/* Reply serializers */
+void json_gen_sbx(yajl_gen g, const struct msg_SBX_REP *s);
+void json_gen_run(yajl_gen g, const struct msg_RUN_REP *r, const char *out, size_t out_len,
+                  const char *err, size_t err_len);
+void json_gen_caps(yajl_gen g, const struct msg_CAPS_REP *c);
+void json_gen_policy(yajl_gen g, const struct msg_POLICY_REP *p);
+
+#endif

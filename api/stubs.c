@@ -1,0 +1,235 @@
+/* Requests to the launcher and sbxd, and the routing of their replies. */
+#include "stubs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "cleanup.h"
+
+struct pending {
+	bool used;
+	struct proto_chan *ch;
+	uint32_t id;
+	uint32_t reply;     /* the expected reply type */
+	uint32_t item;      /* list requests: the item type, until LIST_END; else 0 */
+	stub_cb cb;
+	void *arg;
+};
+
+static struct pending pending[STUB_PENDING_MAX];
+static size_t npending;
+
+void stubs_init(void)
+{
+	memset(pending, 0, sizeof(pending));
+	npending = 0;
+}
+
+static struct pending *pending_find(struct proto_chan *ch, uint32_t id)
+{
+	for (size_t i = 0; i < STUB_PENDING_MAX; i++)
+		if (pending[i].used && pending[i].ch == ch && pending[i].id == id)
+			return &pending[i];
+	return NULL;
+}
+
+static void pending_release(struct pending *p)
+{
+	p->used = false;
+	npending--;
+}
+
+static void fail(struct pending *p, enum proto_err e, const char *why)
+{
+	struct stub_reply rep = { .type = MSG_ERROR, .final = true, .err = e, .message = why };
+	stub_cb cb = p->cb;
+	void *arg = p->arg;
+	pending_release(p);
+	cb(&rep, arg);
+}
+
+void stubs_fail_chan(struct proto_chan *ch, const char *why)
+{
+	for (size_t i = 0; i < STUB_PENDING_MAX; i++)
+		if (pending[i].used && pending[i].ch == ch)
+			fail(&pending[i], PERR_ENGINE_UNAVAILABLE, why);
+}
+
+static int send_req(struct proto_chan *ch, uint32_t type, const void *msg, uint32_t reply,
+                    uint32_t item, stub_cb cb, void *arg)
+{
+	if (!ch || !proto_chan_ready(ch))
+		return -ENOTCONN;
+	if (npending >= STUB_PENDING_MAX)
+		return -EBUSY;
+	struct pending *p = NULL;
+	for (size_t i = 0; i < STUB_PENDING_MAX && !p; i++)
+		if (!pending[i].used)
+			p = &pending[i];
+	uint32_t id = proto_chan_next_id(ch);
+	int r = proto_chan_send(ch, type, id, msg, -1);
+	if (r < 0)
+		return r;
+	*p = (struct pending){ .used = true, .ch = ch, .id = id, .reply = reply, .item = item,
+		               .cb = cb, .arg = arg };
+	npending++;
+	return 0;
+}
+
+/* RUN_REP output: stdout_len bytes then stderr_len bytes of a memfd, bounded. */
+static int read_output(int fd, const struct msg_RUN_REP *r, char **ret_out, char **ret_err)
+{
+	if (fd < 0) {
+		*ret_out = *ret_err = NULL;
+		return 0;
+	}
+	if (r->stdout_len > STUB_RUN_OUTPUT_MAX || r->stderr_len > STUB_RUN_OUTPUT_MAX ||
+	    r->stdout_len + r->stderr_len > STUB_RUN_OUTPUT_MAX)
+		return -EMSGSIZE;
+	size_t lens[2] = { r->stdout_len, r->stderr_len };
+	_cleanup_free_ char *bufs[2] = { NULL, NULL };
+	off_t off = 0;
+	for (int i = 0; i < 2; i++) {
+		if (!(bufs[i] = malloc(lens[i] + 1)))
+			return -ENOMEM;
+		size_t got = 0;
+		while (got < lens[i]) {
+			ssize_t n = pread(fd, bufs[i] + got, lens[i] - got, off);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				return -errno;
+			if (n == 0)
+				return -EBADMSG; /* shorter than announced */
+			got += (size_t)n;
+			off += n;
+		}
+		bufs[i][lens[i]] = '\0';
+	}
+	*ret_out = bufs[0];
+	*ret_err = bufs[1];
+	bufs[0] = bufs[1] = NULL;
+	return 0;
+}
+
+void stubs_dispatch(struct proto_chan *ch, const struct proto_hdr *hdr, void *msg, int fd)
+{
+	_cleanup_close_ int mfd = fd;
+	struct pending *p = pending_find(ch, hdr->id);
+	if (!p)
+		return; /* a reply nobody waits for (its request failed already): drop it */
+
+	if (hdr->type == MSG_ERROR) {
+		const struct msg_ERROR *e = msg;
+		fail(p, (enum proto_err)e->code, e->message);
+		return;
+	}
+	bool is_item = p->item && hdr->type == p->item;
+	if (!is_item && hdr->type != p->reply) {
+		/* OpenSSH's monitor makes this fatal; here the launcher is the trusted side
+		 * and the request just fails */
+		fail(p, PERR_INTERNAL, "unexpected reply type from the launcher");
+		return;
+	}
+	struct stub_reply rep = { .type = hdr->type, .final = !is_item, .msg = msg };
+	_cleanup_free_ char *out = NULL, *err = NULL;
+	if (hdr->type == MSG_RUN_REP) {
+		const struct msg_RUN_REP *rr = msg;
+		int r = read_output(mfd, rr, &out, &err);
+		if (r < 0) {
+			fail(p, PERR_INTERNAL, "could not read the run's output");
+			return;
+		}
+		rep.out = out;
+		rep.out_len = out ? rr->stdout_len : 0;
+		rep.errout = err;
+		rep.errout_len = err ? rr->stderr_len : 0;
+	}
+	stub_cb cb = p->cb;
+	void *arg = p->arg;
+	if (rep.final)
+		pending_release(p);
+	cb(&rep, arg);
+}
+
+int stub_status(stub_cb cb, void *arg)
+{
+	struct msg_STATUS_REQ m = { 0 };
+	return send_req(API->sbxd, MSG_STATUS_REQ, &m, MSG_STATUS_REP, 0, cb, arg);
+}
+
+int stub_health(stub_cb cb, void *arg)
+{
+	struct msg_HEALTH_REQ m = { 0 };
+	return send_req(API->launcher, MSG_HEALTH_REQ, &m, MSG_HEALTH_REP, 0, cb, arg);
+}
+
+int stub_caps(bool recheck, stub_cb cb, void *arg)
+{
+	struct msg_CAPS_REQ m = { .recheck = recheck };
+	return send_req(API->launcher, MSG_CAPS_REQ, &m, MSG_CAPS_REP, 0, cb, arg);
+}
+
+int stub_policy_get(stub_cb cb, void *arg)
+{
+	struct msg_POLICY_GET m = { 0 };
+	return send_req(API->launcher, MSG_POLICY_GET, &m, MSG_POLICY_REP, 0, cb, arg);
+}
+
+int stub_policy_set(const struct msg_POLICY_SET *m, stub_cb cb, void *arg)
+{
+	return send_req(API->launcher, MSG_POLICY_SET, m, MSG_POLICY_REP, 0, cb, arg);
+}
+
+int stub_sandbox_create(const struct msg_SBX_CREATE *m, stub_cb cb, void *arg)
+{
+	return send_req(API->launcher, MSG_SBX_CREATE, m, MSG_SBX_REP, 0, cb, arg);
+}
+
+int stub_sandbox_get(const char *id, stub_cb cb, void *arg)
+{
+	struct msg_SBX_GET m = { .id = (char *)id };
+	return send_req(API->launcher, MSG_SBX_GET, &m, MSG_SBX_REP, 0, cb, arg);
+}
+
+int stub_sandbox_list(stub_cb cb, void *arg)
+{
+	struct msg_SBX_LIST m = { 0 };
+	return send_req(API->launcher, MSG_SBX_LIST, &m, MSG_LIST_END, MSG_SBX_REP, cb, arg);
+}
+
+int stub_sandbox_update(const struct msg_SBX_UPDATE *m, stub_cb cb, void *arg)
+{
+	return send_req(API->launcher, MSG_SBX_UPDATE, m, MSG_SBX_REP, 0, cb, arg);
+}
+
+int stub_sandbox_delete(const char *id, stub_cb cb, void *arg)
+{
+	struct msg_SBX_DELETE m = { .id = (char *)id };
+	return send_req(API->launcher, MSG_SBX_DELETE, &m, MSG_OK, 0, cb, arg);
+}
+
+int stub_run(const struct msg_RUN *m, stub_cb cb, void *arg)
+{
+	return send_req(API->launcher, MSG_RUN, m, MSG_RUN_REP, 0, cb, arg);
+}
+
+int stub_exec(const struct msg_EXEC *m, stub_cb cb, void *arg)
+{
+	return send_req(API->launcher, MSG_EXEC, m, MSG_RUN_REP, 0, cb, arg);
+}
+
+int stub_runs_list(const char *sandbox_id, uint32_t limit, stub_cb cb, void *arg)
+{
+	struct msg_RUNS_LIST m = { .sandbox_id = (char *)sandbox_id, .limit = limit };
+	return send_req(API->launcher, MSG_RUNS_LIST, &m, MSG_LIST_END, MSG_RUN_REP, cb, arg);
+}
+
+int stub_run_get(const char *sandbox_id, const char *run_id, stub_cb cb, void *arg)
+{
+	struct msg_RUN_GET m = { .sandbox_id = (char *)sandbox_id, .run_id = (char *)run_id };
+	return send_req(API->launcher, MSG_RUN_GET, &m, MSG_RUN_REP, 0, cb, arg);
+}

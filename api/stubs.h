@@ -1,0 +1,53 @@
+/* The API side of the launcher/sbxd protocol (after OpenSSH's mm_* stubs): one function
+ * per request; replies are routed back by request id to a callback. Never blocks. */
+#ifndef SBX_API_STUBS_H
+#define SBX_API_STUBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "proto.h"
+
+struct proto_chan;
+
+#define STUB_PENDING_MAX    1024u        /* requests awaiting a reply */
+#define STUB_RUN_OUTPUT_MAX (16u << 20) /* bytes read from a RUN_REP memfd */
+
+/* One reply. For list requests the callback runs once per item (final = false) and once
+ * for LIST_END (final = true); otherwise once, final. On error, type = MSG_ERROR and
+ * err/message say why (also used when the launcher goes away: PERR_ENGINE_UNAVAILABLE). */
+struct stub_reply {
+	uint32_t type;
+	bool final;
+	const void *msg;
+	enum proto_err err;
+	const char *message;
+	const char *out; /* RUN_REP output read from the memfd */
+	size_t out_len;
+	const char *errout;
+	size_t errout_len;
+};
+typedef void (*stub_cb)(const struct stub_reply *rep, void *arg);
+
+void stubs_init(void);
+/* The launcher channel went away: fail every request that waits on it. */
+void stubs_fail_chan(struct proto_chan *ch, const char *why);
+/* Route one reply from a channel. */
+void stubs_dispatch(struct proto_chan *ch, const struct proto_hdr *hdr, void *msg, int fd);
+
+int stub_status(stub_cb cb, void *arg);
+int stub_health(stub_cb cb, void *arg);
+int stub_caps(bool recheck, stub_cb cb, void *arg);
+int stub_policy_get(stub_cb cb, void *arg);
+int stub_policy_set(const struct msg_POLICY_SET *m, stub_cb cb, void *arg);
+int stub_sandbox_create(const struct msg_SBX_CREATE *m, stub_cb cb, void *arg);
+int stub_sandbox_get(const char *id, stub_cb cb, void *arg);
+int stub_sandbox_list(stub_cb cb, void *arg);
+int stub_sandbox_update(const struct msg_SBX_UPDATE *m, stub_cb cb, void *arg);
+int stub_sandbox_delete(const char *id, stub_cb cb, void *arg);
+int stub_run(const struct msg_RUN *m, stub_cb cb, void *arg);
+int stub_exec(const struct msg_EXEC *m, stub_cb cb, void *arg);
+int stub_runs_list(const char *sandbox_id, uint32_t limit, stub_cb cb, void *arg);
+int stub_run_get(const char *sandbox_id, const char *run_id, stub_cb cb, void *arg);
+
+#endif

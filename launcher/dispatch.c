@@ -1,0 +1,828 @@
+/* The launcher's dispatch tables and the handlers of what the API sends. The API process
+ * parses untrusted input, so it is treated as hostile: every field is checked again here
+ * and bad input gets an ERROR and changes nothing. */
+#include "dispatch.h"
+
+#include <errno.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "cleanup.h"
+#include "fence/mounts.h"
+#include "log.h"
+#include "proto_chan.h"
+#include "sandbox.h"
+#include "store.h"
+#include "util.h"
+
+static struct launcher *DL;
+static uint64_t api_gen;   /* bumped when the API channel is replaced: stale replies drop */
+static bool sbxd_lost;
+
+bool dispatch_sbxd_lost(void) { return sbxd_lost; }
+
+/* A request answered later (runs, caps, deletes): reply only on the channel it came from. */
+struct pending {
+	uint32_t id;
+	uint64_t gen;
+	char sandbox_id[PROTO_ID_MAX + 1];
+};
+
+static struct pending *pending_new(uint32_t id)
+{
+	struct pending *p = calloc(1, sizeof(*p));
+	if (p) {
+		p->id = id;
+		p->gen = api_gen;
+	}
+	return p;
+}
+
+static struct proto_chan *pending_chan(const struct pending *p)
+{
+	return p->gen == api_gen ? DL->api : NULL; /* NULL: the reply is dropped */
+}
+
+static void reply_err(struct proto_chan *ch, uint32_t id, enum proto_err code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void reply_err(struct proto_chan *ch, uint32_t id, enum proto_err code, const char *fmt, ...)
+{
+	char msg[PROTO_STR_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (ch)
+		proto_chan_send_error(ch, id, code, msg);
+}
+
+static enum proto_err perr_from_errno(int r)
+{
+	switch (r) {
+	case -ENOENT:
+		return PERR_NOT_FOUND;
+	case -EEXIST:
+	case -ENOSPC:
+		return PERR_CONFLICT;
+	case -EINVAL:
+		return PERR_INVALID_ARGUMENT;
+	default:
+		return PERR_INTERNAL;
+	}
+}
+
+/* Load a sandbox named by an API-supplied id; replies on failure. */
+static int load_sandbox(struct proto_chan *ch, uint32_t id, const char *sid, struct sandbox *ret)
+{
+	int r;
+	if (!sandbox_id_valid(sid)) {
+		reply_err(ch, id, PERR_INVALID_ARGUMENT, "sandbox id: 1..%u of [a-z0-9_]", PROTO_ID_MAX);
+		return -EINVAL;
+	}
+	if ((r = store_sandbox_get(DL->db, sid, ret)) < 0) {
+		if (r == -ENOENT)
+			reply_err(ch, id, PERR_NOT_FOUND, "no sandbox %s", sid);
+		else
+			reply_err(ch, id, PERR_INTERNAL, "database: %s", strerror(-r));
+	}
+	return r;
+}
+
+static int send_sbx_rep(struct proto_chan *ch, uint32_t id, const struct sandbox *s,
+                        const char *extra_note)
+{
+	struct msg_SBX_REP rep;
+	char note[SANDBOX_NOTE_MAX];
+	const char *why;
+	size_t n;
+
+	sandbox_to_rep(s, &rep);
+	sandbox_note(s, note, sizeof(note));
+	n = strlen(note);
+	if (s->backend == BACKEND_DOCKER && caps_docker_unavailable(&why) && n < sizeof(note))
+		n += (size_t)snprintf(note + n, sizeof(note) - n, "%sdocker is not available: %s",
+		                      n ? "; " : "", why);
+	if (extra_note && *extra_note && n < sizeof(note))
+		snprintf(note + n, sizeof(note) - n, "%s%s", n ? "; " : "", extra_note);
+	rep.note = note;
+	return proto_chan_send(ch, MSG_SBX_REP, id, &rep, -1);
+}
+
+/* ---- health, caps, policy ----------------------------------------------------------- */
+
+static void h_health(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	_cleanup_free_ char *db_path = NULL;
+	char note[512];
+	int v = store_schema_version(DL->db);
+
+	if (asprintf(&db_path, "%s/sbx.db", DL->data_dir) < 0) {
+		db_path = NULL;
+		reply_err(ch, h->id, PERR_INTERNAL, "out of memory");
+		return;
+	}
+	if (!DL->bwrap_path)
+		snprintf(note, sizeof(note), "bwrap not found: runs are degraded (no OS barrier)");
+	else if (DL->root)
+		snprintf(note, sizeof(note), "jails run as per-sandbox uids from %u", SBX_JAIL_UID_BASE);
+	else
+		snprintf(note, sizeof(note),
+		         "launcher is not root: jails run as the daemon's user inside a user namespace");
+	struct msg_HEALTH_REP rep = {
+		.isolation = DL->bwrap_path ? "bwrap" : "degraded",
+		.bwrap_version = (char *)caps_bwrap_version(),
+		.launcher_root = DL->root,
+		.jail_uid_base = DL->root ? SBX_JAIL_UID_BASE : 0,
+		.db_path = db_path,
+		.schema_version = v < 0 ? 0 : (uint32_t)v,
+		.live_runs = DL->live_runs,
+		.note = note,
+	};
+	proto_chan_send(ch, MSG_HEALTH_REP, h->id, &rep, -1);
+}
+
+static void caps_reply(const struct msg_CAPS_REP *rep, void *arg)
+{
+	struct pending *p = arg;
+	struct proto_chan *ch = pending_chan(p);
+	if (ch)
+		proto_chan_send(ch, MSG_CAPS_REP, p->id, rep, -1);
+	free(p);
+}
+
+static void h_caps(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	struct msg_CAPS_REQ *req = m;
+	struct pending *p = pending_new(h->id);
+	int r;
+	if (!p) {
+		reply_err(ch, h->id, PERR_INTERNAL, "out of memory");
+		return;
+	}
+	if ((r = caps_get(req->recheck, caps_reply, p)) < 0) {
+		free(p);
+		reply_err(ch, h->id, PERR_ENGINE_UNAVAILABLE, "too many capability requests waiting");
+	}
+}
+
+static void send_policy(struct proto_chan *ch, uint32_t id)
+{
+	struct msg_POLICY_REP p;
+	int r = store_policy_get(DL->db, &p);
+	if (r < 0)
+		reply_err(ch, id, PERR_INTERNAL, "database: %s", strerror(-r));
+	else
+		proto_chan_send(ch, MSG_POLICY_REP, id, &p, -1);
+}
+
+static void h_policy_get(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	send_policy(ch, h->id);
+}
+
+static void h_policy_set(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	struct msg_POLICY_SET *in = m;
+	struct msg_POLICY_REP p = { .exec_shell = in->exec_shell,
+		                    .scheduler_script = in->scheduler_script,
+		                    .run_python = in->run_python,
+		                    .run_node = in->run_node };
+	int r = store_policy_set(DL->db, &p);
+	if (r < 0) {
+		reply_err(ch, h->id, PERR_INTERNAL, "database: %s", strerror(-r));
+		return;
+	}
+	log_info("exec policy set: execShell=%d schedulerScript=%d runPython=%d runNode=%d",
+	         p.exec_shell, p.scheduler_script, p.run_python, p.run_node);
+	send_policy(ch, h->id);
+}
+
+/* ---- sandboxes --------------------------------------------------------------------- */
+
+static void h_sbx_create(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	struct msg_SBX_CREATE *in = m;
+	struct sandbox_spec spec;
+	struct sandbox s;
+	char reason[SANDBOX_REASON_MAX];
+	int r;
+
+	SANDBOX_SPEC_FROM(&spec, in);
+	if ((r = sandbox_spec_check(&spec, SBXF_ALL_, reason, sizeof(reason))) < 0) {
+		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "%s", reason);
+		return;
+	}
+	if ((r = sandbox_create(DL, &spec, &s)) < 0) {
+		if (r == -EEXIST)
+			reply_err(ch, h->id, PERR_CONFLICT, "a sandbox named \"%s\" already exists", spec.name);
+		else if (r == -ENOSPC)
+			reply_err(ch, h->id, PERR_CONFLICT, "no room for another sandbox (at most %u)",
+			          SBX_SANDBOXES_MAX);
+		else
+			reply_err(ch, h->id, PERR_INTERNAL, "creating the sandbox: %s", strerror(-r));
+		return;
+	}
+	log_info("sandbox %s created (name \"%s\", jail uid %u)", s.id, s.name, s.jail_uid);
+	send_sbx_rep(ch, h->id, &s, NULL);
+	sandbox_clear(&s);
+}
+
+static void h_sbx_get(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	struct msg_SBX_GET *in = m;
+	struct sandbox s;
+	if (load_sandbox(ch, h->id, in->id, &s) < 0)
+		return;
+	send_sbx_rep(ch, h->id, &s, NULL);
+	sandbox_clear(&s);
+}
+
+/* SBX_LIST can name up to SBX_SANDBOXES_MAX sandboxes, more than the channel's write queue
+ * holds: the rows go out in batches from the event loop, and a full queue is retried
+ * later instead of losing rows or the LIST_END. */
+struct list_job {
+	uint32_t id;
+	uint64_t gen;
+	char (*ids)[PROTO_ID_MAX + 1];
+	size_t n, next, cap;
+	uint32_t count;
+	unsigned stalls;
+	struct event *ev;
+};
+
+static void list_job_free(struct list_job *j)
+{
+	if (j->ev)
+		event_free(j->ev);
+	free(j->ids);
+	free(j);
+}
+
+static void list_job_step(evutil_socket_t unused, short what, void *arg)
+{
+	struct list_job *j = arg;
+	struct proto_chan *ch = j->gen == api_gen ? DL->api : NULL;
+	struct timeval tv = { 0, DISPATCH_LIST_TICK_US };
+	int r = 0;
+
+	if (!ch) {
+		list_job_free(j);
+		return;
+	}
+	for (unsigned b = 0; b < DISPATCH_LIST_BATCH && j->next < j->n; b++) {
+		struct sandbox s;
+		if (store_sandbox_get(DL->db, j->ids[j->next], &s) < 0) {
+			j->next++; /* deleted meanwhile */
+			continue;
+		}
+		r = send_sbx_rep(ch, j->id, &s, NULL);
+		sandbox_clear(&s);
+		if (r == -ENOBUFS)
+			break;
+		if (r < 0) { /* the channel died */
+			list_job_free(j);
+			return;
+		}
+		j->next++;
+		j->count++;
+	}
+	if (r == 0 && j->next >= j->n) {
+		struct msg_LIST_END end = { .count = j->count };
+		r = proto_chan_send(ch, MSG_LIST_END, j->id, &end, -1);
+		if (r != -ENOBUFS) {
+			list_job_free(j);
+			return;
+		}
+	}
+	if (r == -ENOBUFS) {
+		if (++j->stalls > DISPATCH_LIST_STALLS_MAX) {
+			log_warnx("SBX_LIST %u: the API stopped reading; list abandoned", j->id);
+			list_job_free(j);
+			return;
+		}
+		tv.tv_usec = DISPATCH_LIST_STALL_US;
+	} else {
+		j->stalls = 0;
+	}
+	evtimer_add(j->ev, &tv);
+}
+
+static int list_collect(const struct sandbox *s, void *arg)
+{
+	struct list_job *j = arg;
+	if (j->n == j->cap) {
+		size_t cap = j->cap ? j->cap * 2 : 64;
+		void *n = reallocarray(j->ids, cap, sizeof(*j->ids));
+		if (!n || j->n >= SBX_SANDBOXES_MAX)
+			return 1;
+		j->ids = n;
+		j->cap = cap;
+	}
+	snprintf(j->ids[j->n++], sizeof(j->ids[0]), "%s", s->id);
+	return 0;
+}
+
+static void h_sbx_list(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	struct list_job *j = calloc(1, sizeof(*j));
+	int r;
+
+	if (!j || !(j->ev = evtimer_new(DL->base, list_job_step, j))) {
+		free(j);
+		reply_err(ch, h->id, PERR_INTERNAL, "out of memory");
+		return;
+	}
+	j->id = h->id;
+	j->gen = api_gen;
+	if ((r = store_sandbox_foreach(DL->db, list_collect, j)) < 0) {
+		list_job_free(j);
+		reply_err(ch, h->id, PERR_INTERNAL, "database: %s", strerror(-r));
+		return;
+	}
+	list_job_step(-1, 0, j);
+}
+
+static void h_sbx_update(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	struct msg_SBX_UPDATE *in = m;
+	struct sandbox_spec spec;
+	struct sandbox s, other;
+	char reason[SANDBOX_REASON_MAX];
+	int r;
+
+	SANDBOX_SPEC_FROM(&spec, in);
+	if ((r = sandbox_spec_check(&spec, in->set_mask, reason, sizeof(reason))) < 0) {
+		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "%s", reason);
+		return;
+	}
+	if (load_sandbox(ch, h->id, in->id, &s) < 0)
+		return;
+	if ((in->set_mask & SBXF_NAME) && strcmp(spec.name, s.name) != 0 &&
+	    store_sandbox_get_by_name(DL->db, spec.name, &other) == 0) {
+		sandbox_clear(&other);
+		sandbox_clear(&s);
+		reply_err(ch, h->id, PERR_CONFLICT, "a sandbox named \"%s\" already exists", spec.name);
+		return;
+	}
+	/* settings take effect on the next run: each run builds its fence from the row */
+	if ((r = sandbox_spec_apply(&s, &spec, in->set_mask)) < 0 ||
+	    (r = store_sandbox_update(DL->db, &s)) < 0) {
+		reply_err(ch, h->id, r == -EEXIST ? PERR_CONFLICT : PERR_INTERNAL, "updating: %s",
+		          strerror(-r));
+		sandbox_clear(&s);
+		return;
+	}
+	send_sbx_rep(ch, h->id, &s, NULL);
+	sandbox_clear(&s);
+}
+
+static void delete_done(int err, void *arg)
+{
+	struct pending *p = arg;
+	struct proto_chan *ch = pending_chan(p);
+	if (err < 0)
+		log_warnx("sandbox %s: removing its workdir: %s", p->sandbox_id, strerror(-err));
+	else
+		log_info("sandbox %s deleted", p->sandbox_id);
+	if (ch) {
+		struct msg_OK ok = { .id = p->sandbox_id };
+		proto_chan_send(ch, MSG_OK, p->id, &ok, -1);
+	}
+	free(p);
+}
+
+static void h_sbx_delete(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	struct msg_SBX_DELETE *in = m;
+	struct sandbox s;
+	struct pending *p;
+	int r;
+
+	if (load_sandbox(ch, h->id, in->id, &s) < 0)
+		return;
+	if (!(p = pending_new(h->id))) {
+		sandbox_clear(&s);
+		reply_err(ch, h->id, PERR_INTERNAL, "out of memory");
+		return;
+	}
+	snprintf(p->sandbox_id, sizeof(p->sandbox_id), "%s", s.id);
+	if ((r = store_sandbox_delete(DL->db, s.id)) < 0) {
+		free(p);
+		reply_err(ch, h->id, perr_from_errno(r), "deleting: %s", strerror(-r));
+		sandbox_clear(&s);
+		return;
+	}
+	if ((r = sandbox_workdir_remove(DL, s.id, s.jail_uid, delete_done, p)) < 0)
+		delete_done(r, p); /* the row is gone; the stale directory is only logged */
+	sandbox_clear(&s);
+}
+
+/* ---- mounts ------------------------------------------------------------------------ */
+
+static const char *home_dir(void)
+{
+	struct passwd *pw = getpwuid(getuid());
+	return pw && pw->pw_dir ? pw->pw_dir : "/root";
+}
+
+static void h_mount_add(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	struct msg_MOUNT_ADD *in = m;
+	_cleanup_free_ char *canon = NULL;
+	const char *why = NULL;
+	struct sandbox s;
+	int r;
+
+	if ((r = mount_check_target(in->target, &why)) < 0) {
+		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "target: %s", why ? why : "invalid");
+		return;
+	}
+	if ((r = mount_check_source(in->source, home_dir(), DL->data_dir, &canon, &why)) < 0) {
+		reply_err(ch, h->id, r == -EPERM ? PERR_FORBIDDEN : PERR_INVALID_ARGUMENT, "source: %s",
+		          why ? why : strerror(-r));
+		return;
+	}
+	if (load_sandbox(ch, h->id, in->sandbox_id, &s) < 0)
+		return;
+	for (uint32_t i = 0; i < s.mount_targets.n; i++)
+		if (strcmp(s.mount_targets.v[i], in->target) == 0) {
+			reply_err(ch, h->id, PERR_CONFLICT, "target \"%s\" is already mounted", in->target);
+			sandbox_clear(&s);
+			return;
+		}
+	if (s.mount_targets.n >= MOUNTS_MAX) {
+		reply_err(ch, h->id, PERR_CONFLICT, "at most %u mounts per sandbox", MOUNTS_MAX);
+		sandbox_clear(&s);
+		return;
+	}
+	if ((r = proto_strv_push(&s.mount_sources, canon)) < 0 ||
+	    (r = proto_strv_push(&s.mount_targets, in->target)) < 0 ||
+	    (r = proto_u32v_push(&s.mount_ro, in->read_only)) < 0 ||
+	    (r = store_sandbox_update(DL->db, &s)) < 0) {
+		reply_err(ch, h->id, PERR_INTERNAL, "adding the mount: %s", strerror(-r));
+		sandbox_clear(&s);
+		return;
+	}
+	send_sbx_rep(ch, h->id, &s, NULL);
+	sandbox_clear(&s);
+}
+
+static void h_mount_del(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	struct msg_MOUNT_DEL *in = m;
+	struct sandbox s;
+	struct proto_strv src = { 0 }, tgt = { 0 };
+	struct proto_u32v ro = { 0 };
+	bool found = false;
+	int r = 0;
+
+	if (load_sandbox(ch, h->id, in->sandbox_id, &s) < 0)
+		return;
+	for (uint32_t i = 0; i < s.mount_targets.n && r == 0; i++) {
+		if (strcmp(s.mount_targets.v[i], in->target) == 0) {
+			found = true;
+			continue;
+		}
+		if ((r = proto_strv_push(&src, i < s.mount_sources.n ? s.mount_sources.v[i] : "")) == 0 &&
+		    (r = proto_strv_push(&tgt, s.mount_targets.v[i])) == 0)
+			r = proto_u32v_push(&ro, i < s.mount_ro.n ? s.mount_ro.v[i] : 1);
+	}
+	if (r == 0 && !found) {
+		reply_err(ch, h->id, PERR_NOT_FOUND, "no mount at \"%s\"", in->target);
+		goto out;
+	}
+	proto_strv_clear(&s.mount_sources);
+	proto_strv_clear(&s.mount_targets);
+	proto_u32v_clear(&s.mount_ro);
+	s.mount_sources = src;
+	s.mount_targets = tgt;
+	s.mount_ro = ro;
+	src = (struct proto_strv){ 0 };
+	tgt = (struct proto_strv){ 0 };
+	ro = (struct proto_u32v){ 0 };
+	if (r < 0 || (r = store_sandbox_update(DL->db, &s)) < 0) {
+		reply_err(ch, h->id, PERR_INTERNAL, "removing the mount: %s", strerror(-r));
+		goto out;
+	}
+	send_sbx_rep(ch, h->id, &s, NULL);
+out:
+	proto_strv_clear(&src);
+	proto_strv_clear(&tgt);
+	proto_u32v_clear(&ro);
+	sandbox_clear(&s);
+}
+
+static void h_profile_get(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	struct msg_PROFILE_GET *in = m;
+	struct sandbox s;
+	if (load_sandbox(ch, h->id, in->id, &s) < 0)
+		return;
+	sandbox_clear(&s);
+	reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "profile: not supported yet");
+}
+
+/* ---- runs -------------------------------------------------------------------------- */
+
+/* stdout then stderr in one sealed-size memfd: outputs can exceed one packet */
+static int output_memfd(const char *out, size_t out_len, const char *err, size_t err_len)
+{
+	int fd = memfd_create("sbx-run-output", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if ((out_len && write_all(fd, out, out_len) < 0) || (err_len && write_all(fd, err, err_len) < 0) ||
+	    lseek(fd, 0, SEEK_SET) < 0) {
+		int e = errno ? errno : EIO;
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+static void send_run_rep(struct proto_chan *ch, uint32_t id, const struct run_result *r, bool with_output)
+{
+	struct msg_RUN_REP rep = {
+		.id = (char *)r->id,
+		.sandbox_id = (char *)r->sandbox_id,
+		.language = r->language <= LANG_MAX_ ? r->language : LANG_SH,
+		.entrance = r->entrance <= ENTRANCE_MAX_ ? r->entrance : ENTRANCE_REST,
+		.has_exit_code = r->has_exit_code,
+		.exit_code = r->exit_code,
+		.signal = r->signal,
+		.timed_out = r->timed_out,
+		.stdout_len = with_output ? r->out_len : 0,
+		.stderr_len = with_output ? r->err_len : 0,
+		.stdout_truncated = r->out_truncated,
+		.stderr_truncated = r->err_truncated,
+		.duration_ms = r->duration_ms,
+		.isolation = (char *)(r->isolation ? r->isolation : "none"),
+		.created_at = r->created_at,
+		.limits = r->limits,
+		.note = r->note ? r->note : (char *)"",
+	};
+	int mfd = -1;
+	if (with_output && (mfd = output_memfd(r->out, r->out_len, r->err, r->err_len)) < 0) {
+		reply_err(ch, id, PERR_INTERNAL, "passing the output: %s", strerror(-mfd));
+		return;
+	}
+	if (proto_chan_send(ch, MSG_RUN_REP, id, &rep, mfd) < 0)
+		log_warnx("run %s: reply %u could not be queued", r->id, id);
+}
+
+static void run_done(int err, const char *message, struct run_result *res, void *arg)
+{
+	struct pending *p = arg;
+	struct proto_chan *ch = pending_chan(p);
+	if (!ch) {
+		log_info("run finished after its API channel went away; reply %u dropped", p->id);
+	} else if (err) {
+		reply_err(ch, p->id, (unsigned)err >= 1 && (unsigned)err <= PERR_MAX_ ? (enum proto_err)err : PERR_INTERNAL,
+		          "%s", message ? message : "run failed");
+	} else {
+		send_run_rep(ch, p->id, res, true);
+	}
+	free(p);
+}
+
+static void start_run(struct proto_chan *ch, uint32_t id, struct run_request *rq)
+{
+	struct pending *p;
+	int r;
+
+	if (rq->timeout_ms > SBX_TIMEOUT_MS_MAX) {
+		reply_err(ch, id, PERR_INVALID_ARGUMENT, "timeoutMs: at most %u", SBX_TIMEOUT_MS_MAX);
+		return;
+	}
+	if (rq->language > LANG_MAX_ || rq->entrance > ENTRANCE_MAX_) {
+		reply_err(ch, id, PERR_INVALID_ARGUMENT, "language or entrance out of range");
+		return;
+	}
+	if (!rq->code || strlen(rq->code) > PROTO_CODE_MAX ||
+	    (rq->stdin_data && strlen(rq->stdin_data) > PROTO_CODE_MAX)) {
+		reply_err(ch, id, PERR_PAYLOAD_TOO_LARGE, "code or stdin: at most %u bytes", PROTO_CODE_MAX);
+		return;
+	}
+	if (!(p = pending_new(id))) {
+		reply_err(ch, id, PERR_INTERNAL, "out of memory");
+		return;
+	}
+	snprintf(p->sandbox_id, sizeof(p->sandbox_id), "%s", rq->sandbox_id);
+	/* run_code calls run_done exactly once, possibly before it returns */
+	if ((r = run_code(DL, rq, run_done, p)) < 0)
+		log_warnx("run_code: %s", strerror(-r));
+}
+
+static void h_run(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	struct msg_RUN *in = m;
+	struct run_request rq = { .language = in->language,
+		                  .code = in->code,
+		                  .stdin_data = in->stdin_data,
+		                  .timeout_ms = in->timeout_ms,
+		                  .entrance = in->entrance,
+		                  .is_exec = false };
+	if (!sandbox_id_valid(in->sandbox_id)) {
+		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "sandbox id: 1..%u of [a-z0-9_]", PROTO_ID_MAX);
+		return;
+	}
+	snprintf(rq.sandbox_id, sizeof(rq.sandbox_id), "%s", in->sandbox_id);
+	start_run(ch, h->id, &rq);
+}
+
+static void h_exec(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	struct msg_EXEC *in = m;
+	struct run_request rq = { .language = LANG_SH,
+		                  .code = in->code,
+		                  .stdin_data = "",
+		                  .timeout_ms = in->timeout_ms,
+		                  .entrance = in->entrance,
+		                  .is_exec = true };
+	/* "" = the default sandbox "shell", which run_code resolves */
+	if (in->sandbox_id[0] && !sandbox_id_valid(in->sandbox_id)) {
+		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "sandbox id: 1..%u of [a-z0-9_]", PROTO_ID_MAX);
+		return;
+	}
+	snprintf(rq.sandbox_id, sizeof(rq.sandbox_id), "%s", in->sandbox_id);
+	start_run(ch, h->id, &rq);
+}
+
+struct runs_ctx {
+	struct proto_chan *ch;
+	uint32_t id, count;
+};
+
+static int runs_one(const struct run_result *r, void *arg)
+{
+	struct runs_ctx *c = arg;
+	send_run_rep(c->ch, c->id, r, false);
+	c->count++;
+	return 0;
+}
+
+static void h_runs_list(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	struct msg_RUNS_LIST *in = m;
+	struct runs_ctx c = { .ch = ch, .id = h->id };
+	struct sandbox s;
+	unsigned limit = in->limit ? in->limit : DISPATCH_RUNS_LIST_DEFAULT;
+	int r;
+
+	if (in->limit > DISPATCH_RUNS_LIST_MAX) {
+		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "limit: at most %u", DISPATCH_RUNS_LIST_MAX);
+		return;
+	}
+	if (load_sandbox(ch, h->id, in->sandbox_id, &s) < 0)
+		return;
+	sandbox_clear(&s);
+	if ((r = store_run_foreach(DL->db, in->sandbox_id, limit, runs_one, &c)) < 0) {
+		reply_err(ch, h->id, PERR_INTERNAL, "database: %s", strerror(-r));
+		return;
+	}
+	struct msg_LIST_END end = { .count = c.count };
+	proto_chan_send(ch, MSG_LIST_END, h->id, &end, -1);
+}
+
+static void h_run_get(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	struct msg_RUN_GET *in = m;
+	struct run_result r;
+	int rc;
+
+	if (!sandbox_id_valid(in->sandbox_id) || !sandbox_id_valid(in->run_id)) {
+		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "ids: 1..%u of [a-z0-9_]", PROTO_ID_MAX);
+		return;
+	}
+	if ((rc = store_run_get(DL->db, in->sandbox_id, in->run_id, &r)) < 0) {
+		reply_err(ch, h->id, rc == -ENOENT ? PERR_NOT_FOUND : PERR_INTERNAL, "run %s: %s",
+		          in->run_id, rc == -ENOENT ? "not found" : strerror(-rc));
+		return;
+	}
+	send_run_rep(ch, h->id, &r, true);
+	run_result_clear(&r);
+}
+
+/* ---- sbxd -------------------------------------------------------------------------- */
+
+static const struct proto_dispatch api_table[];
+static const size_t api_table_n;
+static void api_event(struct proto_chan *ch, enum proto_chan_event ev, const char *detail, void *arg);
+
+static void h_peer_fd(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	struct msg_PEER_FD *in = m;
+	struct proto_chan *n;
+
+	if (in->role != ROLE_API || fd < 0) {
+		if (fd >= 0)
+			close(fd);
+		log_warnx("PEER_FD for role %u ignored", in->role);
+		return;
+	}
+	n = proto_chan_new(DL->base, fd, ROLE_LAUNCHER, ROLE_API, api_table, api_table_n, api_event, DL);
+	if (!n) {
+		close(fd);
+		log_warnx("PEER_FD: could not build the new API channel");
+		return;
+	}
+	proto_chan_free(DL->api);
+	DL->api = n;
+	api_gen++; /* replies for requests of the old process are dropped */
+	log_info("API channel replaced (the API process was restarted)");
+}
+
+static void h_ignore(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	if (fd >= 0)
+		close(fd);
+}
+
+static const struct proto_dispatch sbxd_table[] = {
+	{ MSG_PEER_FD, ROLE_SBXD, h_peer_fd },
+	{ MSG_ERROR, ROLE_SBXD, h_ignore },
+};
+
+static const struct proto_dispatch api_table[] = {
+	{ MSG_HEALTH_REQ, ROLE_API, h_health },
+	{ MSG_CAPS_REQ, ROLE_API, h_caps },
+	{ MSG_POLICY_GET, ROLE_API, h_policy_get },
+	{ MSG_POLICY_SET, ROLE_API, h_policy_set },
+	{ MSG_SBX_CREATE, ROLE_API, h_sbx_create },
+	{ MSG_SBX_GET, ROLE_API, h_sbx_get },
+	{ MSG_SBX_LIST, ROLE_API, h_sbx_list },
+	{ MSG_SBX_UPDATE, ROLE_API, h_sbx_update },
+	{ MSG_SBX_DELETE, ROLE_API, h_sbx_delete },
+	{ MSG_RUN, ROLE_API, h_run },
+	{ MSG_EXEC, ROLE_API, h_exec },
+	{ MSG_RUNS_LIST, ROLE_API, h_runs_list },
+	{ MSG_RUN_GET, ROLE_API, h_run_get },
+	{ MSG_MOUNT_ADD, ROLE_API, h_mount_add },
+	{ MSG_MOUNT_DEL, ROLE_API, h_mount_del },
+	{ MSG_PROFILE_GET, ROLE_API, h_profile_get },
+};
+static const size_t api_table_n = sizeof(api_table) / sizeof(api_table[0]);
+
+static void api_event(struct proto_chan *ch, enum proto_chan_event ev, const char *detail, void *arg)
+{
+	switch (ev) {
+	case PCHAN_READY:
+		log_debug("API channel ready");
+		break;
+	case PCHAN_REJECTED:
+		log_warnx("from the API: %s", detail);
+		break;
+	case PCHAN_FRAMING:
+	case PCHAN_CLOSED:
+		/* keep running: runs in flight finish and are recorded; sbxd restarts the API
+		 * and hands over a new channel with PEER_FD */
+		log_warnx("API channel %s: %s", ev == PCHAN_FRAMING ? "violated framing" : "closed", detail);
+		if (DL->api == ch) {
+			DL->api = NULL;
+			api_gen++;
+		}
+		proto_chan_free(ch);
+		break;
+	}
+}
+
+static void sbxd_event(struct proto_chan *ch, enum proto_chan_event ev, const char *detail, void *arg)
+{
+	switch (ev) {
+	case PCHAN_READY:
+		log_debug("sbxd channel ready");
+		break;
+	case PCHAN_REJECTED:
+		log_warnx("from sbxd: %s", detail);
+		break;
+	case PCHAN_FRAMING:
+	case PCHAN_CLOSED:
+		/* no supervisor means nobody mirrors our process groups: stop everything */
+		log_warnx("sbxd channel lost (%s): killing every run and exiting", detail);
+		if (DL->sbxd == ch)
+			DL->sbxd = NULL;
+		proto_chan_free(ch);
+		sbxd_lost = true;
+		runner_kill_all(DL);
+		event_base_loopbreak(DL->base);
+		break;
+	}
+}
+
+int dispatch_start(struct launcher *L, int sbxd_fd, int api_fd)
+{
+	DL = L;
+	L->sbxd = proto_chan_new(L->base, sbxd_fd, ROLE_LAUNCHER, ROLE_SBXD, sbxd_table,
+	                         sizeof(sbxd_table) / sizeof(sbxd_table[0]), sbxd_event, L);
+	if (!L->sbxd)
+		return -EIO;
+	L->api = proto_chan_new(L->base, api_fd, ROLE_LAUNCHER, ROLE_API, api_table, api_table_n,
+	                        api_event, L);
+	if (!L->api)
+		return -EIO;
+	return 0;
+}

@@ -1,0 +1,130 @@
+/* sbx-launcher: the only process that spawns jails and owns the database. It receives fixed
+ * binary messages on fd 3 (from sbxd) and fd 4 (from sbx-api) and nothing else. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "caps.h"
+#include "cleanup.h"
+#include "dispatch.h"
+#include "launcher.h"
+#include "log.h"
+#include "proto_chan.h"
+#include "store.h"
+#include "util.h"
+
+static _Noreturn void usage(void)
+{
+	fprintf(stderr, "usage: sbx-launcher --data-dir DIR [--log-level error|warn|info|debug]\n");
+	exit(2);
+}
+
+static char *find_bwrap(void)
+{
+	static const char *const paths[] = { "/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap" };
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		if (access(paths[i], X_OK) == 0)
+			return strdup(paths[i]);
+	return NULL;
+}
+
+/* A directory the launcher owns: created if missing, never a symlink, given `mode`. */
+static void own_dir(const char *path, mode_t mode)
+{
+	struct stat st;
+	_cleanup_close_ int fd = -1;
+
+	if (mkdir(path, mode) < 0 && errno != EEXIST)
+		fatal("mkdir %s", path);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		fatal("open %s", path);
+	if (fstat(fd, &st) < 0)
+		fatal("stat %s", path);
+	if (st.st_uid != geteuid())
+		fatalx("%s is owned by uid %u, not by us", path, (unsigned)st.st_uid);
+	if (fchmod(fd, mode) < 0)
+		fatal("chmod %s", path);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "data-dir", required_argument, NULL, 'd' },
+		{ "log-level", required_argument, NULL, 'l' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct launcher L = { 0 };
+	enum log_level lvl = LOG_LVL_INFO;
+	const char *data_dir = NULL;
+	_cleanup_free_ char *db_path = NULL;
+	int c, r;
+
+	log_init("sbx-launcher", lvl);
+	while ((c = getopt_long(argc, argv, "d:l:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			data_dir = optarg;
+			break;
+		case 'l':
+			if (log_parse_level(optarg, &lvl) < 0)
+				usage();
+			log_set_level(lvl);
+			break;
+		default:
+			usage();
+		}
+	}
+	if (!data_dir || data_dir[0] != '/' || optind != argc)
+		usage();
+	/* a dead peer must surface as EPIPE on the channel, not kill us */
+	signal(SIGPIPE, SIG_IGN);
+	umask(077);
+
+	L.root = geteuid() == 0;
+	if (!(L.data_dir = strdup(data_dir)) || asprintf(&L.sandboxes_dir, "%s/sandboxes", data_dir) < 0 ||
+	    asprintf(&db_path, "%s/sbx.db", data_dir) < 0)
+		fatalx("out of memory");
+	/* jails run as other uids and must be able to traverse to their workdir */
+	own_dir(L.data_dir, L.root ? 0711 : 0700);
+	own_dir(L.sandboxes_dir, L.root ? 0711 : 0700);
+	if ((r = store_open(db_path, &L.db)) < 0)
+		fatalx("opening %s: %s", db_path, strerror(-r));
+	if (chmod(db_path, 0600) < 0)
+		fatal("chmod %s", db_path);
+	L.bwrap_path = find_bwrap();
+	if (!L.bwrap_path)
+		log_warnx("bwrap not found: runs are DEGRADED (no OS barrier)");
+
+	if (!(L.base = event_base_new()))
+		fatalx("event_base_new");
+	if ((r = dispatch_start(&L, SBX_FD_PARENT, SBX_FD_PEER)) < 0)
+		fatalx("building the channels on fds %d and %d failed", SBX_FD_PARENT, SBX_FD_PEER);
+	caps_init(&L);
+	caps_refresh(); /* the first probe runs while the rest of the daemon starts */
+	log_info("started: data %s, schema %d, %s, bwrap %s", L.data_dir, store_schema_version(L.db),
+	         L.root ? "root (per-sandbox jail uids)" : "unprivileged",
+	         L.bwrap_path ? L.bwrap_path : "absent");
+
+	event_base_dispatch(L.base);
+
+	if (!dispatch_sbxd_lost())
+		runner_kill_all(&L);
+	proto_chan_free(L.api);
+	proto_chan_free(L.sbxd);
+	store_close(L.db);
+	event_base_free(L.base);
+	free(L.bwrap_path);
+	free(L.sandboxes_dir);
+	free(L.data_dir);
+	log_info("exiting");
+	return 0;
+}

@@ -1,0 +1,655 @@
+/* The launcher's SQLite store: schema.sql compiled in, migrated by PRAGMA user_version.
+ * Every statement is prepared with bound parameters; list fields are newline-joined text
+ * (validation forbids control characters inside entries). */
+#include "store.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cleanup.h"
+#include "sandbox.h"
+#include "schema_sql.h"
+
+#define STORE_BUSY_TIMEOUT_MS 5000
+
+static inline void sqlite3_finalizep(sqlite3_stmt **st)
+{
+	if (*st)
+		sqlite3_finalize(*st);
+}
+#define _cleanup_stmt_ _cleanup_(sqlite3_finalizep)
+
+/* Migrations: index i takes the database from user_version i to i + 1. */
+static const char *const store_migrations[] = { schema_sql };
+_Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == STORE_SCHEMA_VERSION,
+               "one migration per schema version");
+
+static int store_err(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+	case SQLITE_DONE:
+	case SQLITE_ROW:
+		return 0;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_CONSTRAINT:
+		return -EEXIST;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_CANTOPEN:
+	case SQLITE_PERM:
+		return -EACCES;
+	case SQLITE_READONLY:
+		return -EROFS;
+	case SQLITE_TOOBIG:
+		return -E2BIG;
+	default:
+		return -EIO;
+	}
+}
+
+static int store_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **ret)
+{
+	return store_err(sqlite3_prepare_v2(db, sql, -1, ret, NULL));
+}
+
+static int store_exec(sqlite3 *db, const char *sql)
+{
+	return store_err(sqlite3_exec(db, sql, NULL, NULL, NULL));
+}
+
+int store_schema_version(sqlite3 *db)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = store_prepare(db, "PRAGMA user_version", &st);
+	if (r < 0)
+		return r;
+	if (sqlite3_step(st) != SQLITE_ROW)
+		return -EIO;
+	return sqlite3_column_int(st, 0);
+}
+
+static int store_migrate(sqlite3 *db)
+{
+	int v = store_schema_version(db), r;
+	char sql[64];
+
+	if (v < 0)
+		return v;
+	if (v > STORE_SCHEMA_VERSION)
+		return -EPROTO; /* written by a newer sbx: do not guess */
+	for (; v < STORE_SCHEMA_VERSION; v++) {
+		if ((r = store_exec(db, "BEGIN IMMEDIATE")) < 0)
+			return r;
+		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", v + 1);
+		if ((r = store_exec(db, store_migrations[v])) < 0 || (r = store_exec(db, sql)) < 0 ||
+		    (r = store_exec(db, "COMMIT")) < 0) {
+			store_exec(db, "ROLLBACK");
+			return r;
+		}
+	}
+	return 0;
+}
+
+int store_open(const char *path, sqlite3 **ret_db)
+{
+	sqlite3 *db = NULL;
+	int r;
+
+	r = store_err(sqlite3_open_v2(path, &db,
+	                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+	                                  SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW,
+	                              NULL));
+	if (r < 0) {
+		sqlite3_close(db);
+		return r;
+	}
+	sqlite3_extended_result_codes(db, 1);
+	sqlite3_busy_timeout(db, STORE_BUSY_TIMEOUT_MS);
+	if ((r = store_exec(db, "PRAGMA journal_mode = WAL")) < 0 ||
+	    (r = store_exec(db, "PRAGMA foreign_keys = ON")) < 0 ||
+	    (r = store_exec(db, "PRAGMA secure_delete = ON")) < 0 || (r = store_migrate(db)) < 0) {
+		sqlite3_close(db);
+		return r;
+	}
+	*ret_db = db;
+	return 0;
+}
+
+void store_close(sqlite3 *db) { sqlite3_close(db); }
+
+/* ---- list fields as text -------------------------------------------------------- */
+
+static char *strv_join(const struct proto_strv *sv)
+{
+	size_t len = 1;
+	char *s, *p;
+	for (uint32_t i = 0; i < sv->n; i++)
+		len += strlen(sv->v[i]) + 1;
+	if (!(s = p = malloc(len)))
+		return NULL;
+	for (uint32_t i = 0; i < sv->n; i++) {
+		size_t l = strlen(sv->v[i]);
+		if (i)
+			*p++ = '\n';
+		memcpy(p, sv->v[i], l);
+		p += l;
+	}
+	*p = '\0';
+	return s;
+}
+
+static char *u32v_join(const struct proto_u32v *uv)
+{
+	char *s = malloc((size_t)uv->n * 11 + 1), *p = s;
+	if (!s)
+		return NULL;
+	*p = '\0';
+	for (uint32_t i = 0; i < uv->n; i++)
+		p += sprintf(p, i ? "\n%" PRIu32 : "%" PRIu32, uv->v[i]);
+	return s;
+}
+
+static int strv_split(const char *text, struct proto_strv *ret)
+{
+	const char *p = text;
+	int r;
+	if (!text || !*text)
+		return 0;
+	for (;;) {
+		const char *nl = strchr(p, '\n');
+		size_t l = nl ? (size_t)(nl - p) : strlen(p);
+		_cleanup_free_ char *e = strndup(p, l);
+		if (!e)
+			return -ENOMEM;
+		if (ret->n >= PROTO_LIST_MAX)
+			return -EBADMSG;
+		if ((r = proto_strv_push(ret, e)) < 0)
+			return r;
+		if (!nl)
+			return 0;
+		p = nl + 1;
+	}
+}
+
+static int u32v_split(const char *text, struct proto_u32v *ret)
+{
+	const char *p = text;
+	int r;
+	if (!text || !*text)
+		return 0;
+	while (*p) {
+		char *end;
+		unsigned long v = strtoul(p, &end, 10);
+		if (end == p || v > UINT32_MAX || (*end && *end != '\n') || ret->n >= PROTO_LIST_MAX)
+			return -EBADMSG;
+		if ((r = proto_u32v_push(ret, (uint32_t)v)) < 0)
+			return r;
+		p = *end ? end + 1 : end;
+	}
+	return 0;
+}
+
+static char *col_strdup(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+	return strdup(t ? (const char *)t : "");
+}
+
+/* ---- exec policy ---------------------------------------------------------------- */
+
+int store_policy_get(sqlite3 *db, struct msg_POLICY_REP *ret)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = store_prepare(db,
+	                      "SELECT exec_shell, scheduler_script, run_python, run_node "
+	                      "FROM exec_policy WHERE id = 1",
+	                      &st);
+	if (r < 0)
+		return r;
+	r = sqlite3_step(st);
+	if (r != SQLITE_ROW)
+		return r == SQLITE_DONE ? -ENOENT : store_err(r);
+	*ret = (struct msg_POLICY_REP){
+		.exec_shell = sqlite3_column_int(st, 0) != 0,
+		.scheduler_script = sqlite3_column_int(st, 1) != 0,
+		.run_python = sqlite3_column_int(st, 2) != 0,
+		.run_node = sqlite3_column_int(st, 3) != 0,
+	};
+	return 0;
+}
+
+int store_policy_set(sqlite3 *db, const struct msg_POLICY_REP *p)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = store_prepare(db,
+	                      "INSERT INTO exec_policy (id, exec_shell, scheduler_script, run_python, "
+	                      "run_node) VALUES (1, ?1, ?2, ?3, ?4) ON CONFLICT(id) DO UPDATE SET "
+	                      "exec_shell = ?1, scheduler_script = ?2, run_python = ?3, run_node = ?4",
+	                      &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int(st, 1, p->exec_shell);
+	sqlite3_bind_int(st, 2, p->scheduler_script);
+	sqlite3_bind_int(st, 3, p->run_python);
+	sqlite3_bind_int(st, 4, p->run_node);
+	return store_err(sqlite3_step(st));
+}
+
+/* ---- sandboxes ------------------------------------------------------------------ */
+
+#define SBX_COLS                                                                                   \
+	"id, name, backend, fs_mode, read_paths, network, ports_listen, ports_connect, "          \
+	"ports_loopback, env, timeout_ms, memory_mb, pids, output_bytes, tracing, image, "        \
+	"mount_sources, mount_targets, mount_ro, workdir, jail_uid, created_at"
+
+void sandbox_clear(struct sandbox *s)
+{
+	if (!s)
+		return;
+	free(s->name);
+	free(s->fs_mode_raw);
+	proto_strv_clear(&s->read_paths);
+	proto_u32v_clear(&s->ports_listen);
+	proto_u32v_clear(&s->ports_connect);
+	proto_u32v_clear(&s->ports_loopback);
+	proto_strv_clear(&s->env);
+	free(s->image);
+	proto_strv_clear(&s->mount_sources);
+	proto_strv_clear(&s->mount_targets);
+	proto_u32v_clear(&s->mount_ro);
+	free(s->workdir);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Bind every column of SBX_COLS, in order, as ?1..?22. */
+static int store_sandbox_bind(sqlite3_stmt *st, const struct sandbox *s)
+{
+	char *t[8] = { 0 };
+	int r = 0;
+
+	t[0] = strv_join(&s->read_paths);
+	t[1] = u32v_join(&s->ports_listen);
+	t[2] = u32v_join(&s->ports_connect);
+	t[3] = u32v_join(&s->ports_loopback);
+	t[4] = strv_join(&s->env);
+	t[5] = strv_join(&s->mount_sources);
+	t[6] = strv_join(&s->mount_targets);
+	t[7] = u32v_join(&s->mount_ro);
+	for (int i = 0; i < 8; i++)
+		if (!t[i])
+			r = -ENOMEM;
+	if (r == 0) {
+		sqlite3_bind_text(st, 1, s->id, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 2, s->name ? s->name : "", -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 3, s->backend);
+		sqlite3_bind_text(st, 4,
+		                  s->fs_mode_raw ? s->fs_mode_raw : sandbox_fs_mode_name(s->fs_mode), -1,
+		                  SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 5, t[0], -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int(st, 6, s->network);
+		sqlite3_bind_text(st, 7, t[1], -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 8, t[2], -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 9, t[3], -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 10, t[4], -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 11, s->timeout_ms);
+		sqlite3_bind_int64(st, 12, s->memory_mb);
+		sqlite3_bind_int64(st, 13, s->pids);
+		sqlite3_bind_int64(st, 14, (sqlite3_int64)s->output_bytes);
+		sqlite3_bind_int(st, 15, s->tracing);
+		sqlite3_bind_text(st, 16, s->image ? s->image : "", -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 17, t[5], -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 18, t[6], -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 19, t[7], -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 20, s->workdir ? s->workdir : "", -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int64(st, 21, s->jail_uid);
+		sqlite3_bind_int64(st, 22, (sqlite3_int64)s->created_at);
+	}
+	for (int i = 0; i < 8; i++)
+		free(t[i]);
+	return r;
+}
+
+static int store_sandbox_row(sqlite3_stmt *st, struct sandbox *ret)
+{
+	struct sandbox s = { 0 };
+	const unsigned char *id = sqlite3_column_text(st, 0);
+	bool unknown;
+	int r;
+
+	snprintf(s.id, sizeof(s.id), "%s", id ? (const char *)id : "");
+	s.name = col_strdup(st, 1);
+	s.backend = (uint32_t)sqlite3_column_int64(st, 2);
+	if (s.backend > BACKEND_MAX_)
+		s.backend = BACKEND_DIRECT;
+	s.fs_mode_raw = col_strdup(st, 3);
+	/* an unknown value in the database is strict, never open (DESIGN.md §5) */
+	s.fs_mode = sandbox_fs_mode_parse(s.fs_mode_raw, &unknown);
+	s.network = sqlite3_column_int(st, 5) != 0;
+	s.timeout_ms = (uint32_t)sqlite3_column_int64(st, 10);
+	s.memory_mb = (uint32_t)sqlite3_column_int64(st, 11);
+	s.pids = (uint32_t)sqlite3_column_int64(st, 12);
+	s.output_bytes = (uint64_t)sqlite3_column_int64(st, 13);
+	s.tracing = sqlite3_column_int(st, 14) != 0;
+	s.image = col_strdup(st, 15);
+	s.workdir = col_strdup(st, 19);
+	s.jail_uid = (uint32_t)sqlite3_column_int64(st, 20);
+	s.created_at = (uint64_t)sqlite3_column_int64(st, 21);
+	if (!s.name || !s.fs_mode_raw || !s.image || !s.workdir) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	if ((r = strv_split((const char *)sqlite3_column_text(st, 4), &s.read_paths)) < 0 ||
+	    (r = u32v_split((const char *)sqlite3_column_text(st, 6), &s.ports_listen)) < 0 ||
+	    (r = u32v_split((const char *)sqlite3_column_text(st, 7), &s.ports_connect)) < 0 ||
+	    (r = u32v_split((const char *)sqlite3_column_text(st, 8), &s.ports_loopback)) < 0 ||
+	    (r = strv_split((const char *)sqlite3_column_text(st, 9), &s.env)) < 0 ||
+	    (r = strv_split((const char *)sqlite3_column_text(st, 16), &s.mount_sources)) < 0 ||
+	    (r = strv_split((const char *)sqlite3_column_text(st, 17), &s.mount_targets)) < 0 ||
+	    (r = u32v_split((const char *)sqlite3_column_text(st, 18), &s.mount_ro)) < 0)
+		goto fail;
+	*ret = s;
+	return 0;
+fail:
+	sandbox_clear(&s);
+	return r;
+}
+
+int store_sandbox_insert(sqlite3 *db, const struct sandbox *s)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = store_prepare(db,
+	                      "INSERT INTO sandboxes (" SBX_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+	                      "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
+	                      "?21, ?22)",
+	                      &st);
+	if (r < 0 || (r = store_sandbox_bind(st, s)) < 0)
+		return r;
+	return store_err(sqlite3_step(st)); /* a taken id or name is SQLITE_CONSTRAINT: -EEXIST */
+}
+
+int store_sandbox_update(sqlite3 *db, const struct sandbox *s)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = store_prepare(db,
+	                      "UPDATE sandboxes SET name = ?2, backend = ?3, fs_mode = ?4, "
+	                      "read_paths = ?5, network = ?6, ports_listen = ?7, ports_connect = ?8, "
+	                      "ports_loopback = ?9, env = ?10, timeout_ms = ?11, memory_mb = ?12, "
+	                      "pids = ?13, output_bytes = ?14, tracing = ?15, image = ?16, "
+	                      "mount_sources = ?17, mount_targets = ?18, mount_ro = ?19, "
+	                      "workdir = ?20, jail_uid = ?21, created_at = ?22 WHERE id = ?1",
+	                      &st);
+	if (r < 0 || (r = store_sandbox_bind(st, s)) < 0)
+		return r;
+	if ((r = store_err(sqlite3_step(st))) < 0)
+		return r;
+	return sqlite3_changes(db) == 1 ? 0 : -ENOENT;
+}
+
+static int store_sandbox_get_by(sqlite3 *db, const char *col_sql, const char *key,
+                                struct sandbox *ret)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = store_prepare(db, col_sql, &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
+	r = sqlite3_step(st);
+	if (r == SQLITE_DONE)
+		return -ENOENT;
+	if (r != SQLITE_ROW)
+		return store_err(r);
+	return store_sandbox_row(st, ret);
+}
+
+int store_sandbox_get(sqlite3 *db, const char *id, struct sandbox *ret)
+{
+	return store_sandbox_get_by(db, "SELECT " SBX_COLS " FROM sandboxes WHERE id = ?1", id, ret);
+}
+
+int store_sandbox_get_by_name(sqlite3 *db, const char *name, struct sandbox *ret)
+{
+	return store_sandbox_get_by(db, "SELECT " SBX_COLS " FROM sandboxes WHERE name = ?1", name,
+	                            ret);
+}
+
+int store_sandbox_delete(sqlite3 *db, const char *id)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	/* runs go by ON DELETE CASCADE (foreign_keys is on for every connection) */
+	int r = store_prepare(db, "DELETE FROM sandboxes WHERE id = ?1", &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	if ((r = store_err(sqlite3_step(st))) < 0)
+		return r;
+	return sqlite3_changes(db) == 1 ? 0 : -ENOENT;
+}
+
+int store_sandbox_foreach(sqlite3 *db, int (*cb)(const struct sandbox *s, void *arg), void *arg)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = store_prepare(db, "SELECT " SBX_COLS " FROM sandboxes ORDER BY created_at, rowid",
+	                      &st);
+	if (r < 0)
+		return r;
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		struct sandbox s;
+		int stop;
+		if ((r = store_sandbox_row(st, &s)) < 0)
+			return r;
+		stop = cb(&s, arg);
+		sandbox_clear(&s);
+		if (stop)
+			return 0;
+	}
+	return store_err(r);
+}
+
+int store_sandbox_count(sqlite3 *db)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = store_prepare(db, "SELECT COUNT(*) FROM sandboxes", &st);
+	if (r < 0)
+		return r;
+	if (sqlite3_step(st) != SQLITE_ROW)
+		return -EIO;
+	return sqlite3_column_int(st, 0);
+}
+
+int store_jail_uid_next(sqlite3 *db, uint32_t *ret_uid)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	/* the base itself if free, else the lowest used uid whose successor is free */
+	int r = store_prepare(
+	    db,
+	    "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM sandboxes WHERE jail_uid = ?1) THEN ?1 "
+	    "ELSE (SELECT MIN(s.jail_uid + 1) FROM sandboxes s WHERE s.jail_uid >= ?1 AND "
+	    "s.jail_uid + 1 < ?2 AND NOT EXISTS (SELECT 1 FROM sandboxes t WHERE t.jail_uid = "
+	    "s.jail_uid + 1)) END",
+	    &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, SBX_JAIL_UID_BASE);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)SBX_JAIL_UID_BASE + SBX_JAIL_UID_COUNT);
+	if (sqlite3_step(st) != SQLITE_ROW)
+		return -EIO;
+	if (sqlite3_column_type(st, 0) == SQLITE_NULL)
+		return -ENOSPC;
+	*ret_uid = (uint32_t)sqlite3_column_int64(st, 0);
+	return 0;
+}
+
+/* ---- runs ----------------------------------------------------------------------- */
+
+#define RUN_COLS                                                                                   \
+	"id, sandbox_id, language, entrance, has_exit_code, exit_code, signal, timed_out, "       \
+	"stdout, stderr, stdout_truncated, stderr_truncated, duration_ms, isolation, limits, "    \
+	"note, created_at"
+
+void run_result_clear(struct run_result *r)
+{
+	if (!r)
+		return;
+	free(r->out);
+	free(r->err);
+	proto_strv_clear(&r->limits);
+	free(r->note);
+	memset(r, 0, sizeof(*r));
+}
+
+int store_run_insert(sqlite3 *db, const struct run_result *r, const char *code)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_free_ char *limits = strv_join(&r->limits);
+	size_t out_len = r->out_len > SBX_STORED_OUTPUT_MAX ? SBX_STORED_OUTPUT_MAX : r->out_len;
+	size_t err_len = r->err_len > SBX_STORED_OUTPUT_MAX ? SBX_STORED_OUTPUT_MAX : r->err_len;
+	size_t code_len = code ? strlen(code) : 0;
+	int rc;
+
+	if (!limits)
+		return -ENOMEM;
+	if (code_len > SBX_STORED_CODE_MAX)
+		code_len = SBX_STORED_CODE_MAX;
+	rc = store_prepare(db,
+	                   "INSERT INTO runs (" RUN_COLS ", code) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+	                   "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+	                   &st);
+	if (rc < 0)
+		return rc;
+	sqlite3_bind_text(st, 1, r->id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, r->sandbox_id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 3, r->language);
+	sqlite3_bind_int64(st, 4, r->entrance);
+	sqlite3_bind_int(st, 5, r->has_exit_code);
+	sqlite3_bind_int64(st, 6, r->exit_code);
+	sqlite3_bind_int64(st, 7, r->signal);
+	sqlite3_bind_int(st, 8, r->timed_out);
+	/* zeroblob-free: an empty stream is an empty (not NULL) blob */
+	sqlite3_bind_blob(st, 9, r->out ? r->out : "", (int)out_len, SQLITE_TRANSIENT);
+	sqlite3_bind_blob(st, 10, r->err ? r->err : "", (int)err_len, SQLITE_TRANSIENT);
+	/* what the database keeps is cut again: a reader must know it is not everything */
+	sqlite3_bind_int(st, 11, r->out_truncated || r->out_len > SBX_STORED_OUTPUT_MAX);
+	sqlite3_bind_int(st, 12, r->err_truncated || r->err_len > SBX_STORED_OUTPUT_MAX);
+	sqlite3_bind_int64(st, 13, (sqlite3_int64)r->duration_ms);
+	sqlite3_bind_text(st, 14, r->isolation ? r->isolation : "none", -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 15, limits, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 16, r->note ? r->note : "", -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 17, (sqlite3_int64)r->created_at);
+	sqlite3_bind_text(st, 18, code ? code : "", (int)code_len, SQLITE_TRANSIENT);
+	return store_err(sqlite3_step(st));
+}
+
+/* run_result.isolation is a static string: map what the database says onto one. */
+static const char *store_isolation_static(const unsigned char *t)
+{
+	static const char *const known[] = { "bwrap", "seatbelt", "docker", "degraded", "none" };
+	for (size_t i = 0; t && i < sizeof(known) / sizeof(known[0]); i++)
+		if (strcmp((const char *)t, known[i]) == 0)
+			return known[i];
+	return "unknown";
+}
+
+static int store_blob_dup(sqlite3_stmt *st, int i, char **ret, size_t *ret_len)
+{
+	const void *b = sqlite3_column_blob(st, i);
+	size_t n = (size_t)sqlite3_column_bytes(st, i);
+	char *p = malloc(n + 1);
+	if (!p)
+		return -ENOMEM;
+	if (n)
+		memcpy(p, b, n);
+	p[n] = '\0';
+	*ret = p;
+	*ret_len = n;
+	return 0;
+}
+
+static int store_run_row(sqlite3_stmt *st, struct run_result *ret)
+{
+	struct run_result r = { 0 };
+	const unsigned char *t;
+	int rc;
+
+	t = sqlite3_column_text(st, 0);
+	snprintf(r.id, sizeof(r.id), "%s", t ? (const char *)t : "");
+	t = sqlite3_column_text(st, 1);
+	snprintf(r.sandbox_id, sizeof(r.sandbox_id), "%s", t ? (const char *)t : "");
+	r.language = (uint32_t)sqlite3_column_int64(st, 2);
+	r.entrance = (uint32_t)sqlite3_column_int64(st, 3);
+	if (r.language > LANG_MAX_)
+		r.language = LANG_SH;
+	if (r.entrance > ENTRANCE_MAX_)
+		r.entrance = ENTRANCE_REST;
+	r.has_exit_code = sqlite3_column_int(st, 4) != 0;
+	r.exit_code = (uint32_t)sqlite3_column_int64(st, 5);
+	r.signal = (uint32_t)sqlite3_column_int64(st, 6);
+	r.timed_out = sqlite3_column_int(st, 7) != 0;
+	r.out_truncated = sqlite3_column_int(st, 10) != 0;
+	r.err_truncated = sqlite3_column_int(st, 11) != 0;
+	r.duration_ms = (uint64_t)sqlite3_column_int64(st, 12);
+	r.isolation = store_isolation_static(sqlite3_column_text(st, 13));
+	r.created_at = (uint64_t)sqlite3_column_int64(st, 16);
+	if ((rc = store_blob_dup(st, 8, &r.out, &r.out_len)) < 0 ||
+	    (rc = store_blob_dup(st, 9, &r.err, &r.err_len)) < 0 ||
+	    (rc = strv_split((const char *)sqlite3_column_text(st, 14), &r.limits)) < 0)
+		goto fail;
+	if (!(r.note = col_strdup(st, 15))) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	*ret = r;
+	return 0;
+fail:
+	run_result_clear(&r);
+	return rc;
+}
+
+int store_run_get(sqlite3 *db, const char *sandbox_id, const char *run_id, struct run_result *ret)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = store_prepare(db, "SELECT " RUN_COLS " FROM runs WHERE sandbox_id = ?1 AND id = ?2",
+	                      &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, sandbox_id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, run_id, -1, SQLITE_TRANSIENT);
+	r = sqlite3_step(st);
+	if (r == SQLITE_DONE)
+		return -ENOENT;
+	if (r != SQLITE_ROW)
+		return store_err(r);
+	return store_run_row(st, ret);
+}
+
+int store_run_foreach(sqlite3 *db, const char *sandbox_id, unsigned limit,
+                      int (*cb)(const struct run_result *r, void *arg), void *arg)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = store_prepare(db,
+	                      "SELECT " RUN_COLS " FROM runs WHERE sandbox_id = ?1 "
+	                      "ORDER BY seq DESC LIMIT ?2",
+	                      &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, sandbox_id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 2, limit);
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		struct run_result rr;
+		int stop;
+		if ((r = store_run_row(st, &rr)) < 0)
+			return r;
+		stop = cb(&rr, arg);
+		run_result_clear(&rr);
+		if (stop)
+			return 0;
+	}
+	return store_err(r);
+}

@@ -1,0 +1,160 @@
+// End-to-end: the official MCP TypeScript SDK against a real sbxd over Streamable HTTP.
+// Env: SBX_MCP_URL (http://127.0.0.1:P/mcp), SBX_TOKEN. Prints one line per test and a
+// final "e2e: N passed, M failed"; exits non-zero on any failure.
+import assert from 'node:assert/strict';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+const url = process.env.SBX_MCP_URL;
+const token = process.env.SBX_TOKEN;
+if (!url || !token) {
+  console.error('mcp.test.mjs: SBX_MCP_URL and SBX_TOKEN must be set');
+  process.exit(2);
+}
+const TEST_TIMEOUT_MS = 30000;
+
+function connectClient(headers) {
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers },
+  });
+  const client = new Client({ name: 'sbx-e2e', version: '0.0.0' });
+  return { client, transport };
+}
+
+// the transport throws StreamableHTTPError with the HTTP status in .code
+const is401 = (e) => e?.code === 401 || /\b401\b/.test(String(e?.message));
+
+const tests = [];
+const test = (name, fn) => tests.push({ name, fn });
+const state = {};
+
+// A tool result's structuredContent, after checking it is not an error.
+function structured(res, what) {
+  assert.ok(!res.isError, `${what}: isError: ${JSON.stringify(res.content)}`);
+  assert.ok(res.structuredContent && typeof res.structuredContent === 'object',
+    `${what}: no structuredContent: ${JSON.stringify(res)}`);
+  assert.ok(Array.isArray(res.content), `${what}: no content array`);
+  return res.structuredContent;
+}
+
+test('initialize and list tools with output schemas', async () => {
+  const { client, transport } = connectClient({ Authorization: 'Bearer ' + token });
+  await client.connect(transport);
+  state.client = client;
+  state.transport = transport;
+  assert.ok(transport.sessionId, 'the server gave no Mcp-Session-Id');
+  const { tools } = await client.listTools();
+  const byName = new Map(tools.map((t) => [t.name, t]));
+  for (const name of ['sbx_create', 'sbx_run', 'sbx_exec', 'sbx_list']) {
+    const t = byName.get(name);
+    assert.ok(t, `tool ${name} missing; have ${[...byName.keys()].join(', ')}`);
+    assert.equal(t.inputSchema?.type, 'object', `${name}: inputSchema.type`);
+    assert.equal(t.outputSchema?.type, 'object', `${name}: outputSchema missing or not an object`);
+  }
+  // the policy is REST-only: no MCP tool may change it (DESIGN.md §6)
+  for (const t of tools) assert.ok(!/polic/i.test(t.name), `tool ${t.name} touches the policy`);
+});
+
+test('ping', async () => {
+  await state.client.ping();
+});
+
+test('sbx_create returns the sandbox', async () => {
+  const res = await state.client.callTool({ name: 'sbx_create', arguments: { name: 'e2e' } });
+  const sc = structured(res, 'sbx_create');
+  assert.equal(typeof sc.id, 'string');
+  assert.ok(sc.id.length > 0);
+  assert.equal(sc.name, 'e2e');
+  state.id = sc.id;
+});
+
+test('sbx_list includes it', async () => {
+  const res = await state.client.callTool({ name: 'sbx_list', arguments: {} });
+  const sc = structured(res, 'sbx_list');
+  const list = Array.isArray(sc) ? sc : Object.values(sc).find(Array.isArray);
+  assert.ok(Array.isArray(list), `no list in ${JSON.stringify(sc)}`);
+  assert.ok(list.some((s) => s.id === state.id), `${state.id} not listed`);
+});
+
+test('sbx_run python in bwrap', async () => {
+  assert.ok(state.id, 'no sandbox from sbx_create');
+  const res = await state.client.callTool({
+    name: 'sbx_run',
+    arguments: { sandboxId: state.id, language: 'python', code: 'print(6*7)' },
+  });
+  const sc = structured(res, 'sbx_run');
+  assert.equal(sc.stdout, '42\n');
+  assert.equal(sc.exitCode, 0);
+  assert.equal(sc.isolation, 'bwrap');
+  assert.equal(sc.entrance, 'mcp');
+  assert.equal(sc.sandboxId, state.id);
+});
+
+test('sbx_exec runs a shell command', async () => {
+  const res = await state.client.callTool({ name: 'sbx_exec', arguments: { code: 'echo hi' } });
+  const sc = structured(res, 'sbx_exec');
+  assert.equal(sc.stdout, 'hi\n');
+  assert.equal(sc.isolation, 'bwrap');
+});
+
+test('sbx_run on a bogus sandbox is a tool error', async () => {
+  const res = await state.client.callTool({
+    name: 'sbx_run',
+    arguments: { sandboxId: 'sbx_doesnotexist', language: 'sh', code: 'echo no' },
+  });
+  assert.equal(res.isError, true, `expected isError: ${JSON.stringify(res)}`);
+  assert.ok(!JSON.stringify(res).includes('no\\n'), 'it ran anyway');
+});
+
+test('an unknown tool is refused', async () => {
+  let refused = false;
+  try {
+    const res = await state.client.callTool({ name: 'sbx_set_policy', arguments: {} });
+    refused = res.isError === true;
+  } catch {
+    refused = true; // a JSON-RPC error is also a refusal
+  }
+  assert.ok(refused, 'an unknown tool was accepted');
+});
+
+test('DELETE ends the session', async () => {
+  await state.transport.terminateSession();
+  await state.client.close();
+  state.client = null;
+});
+
+test('a client without the token is refused', async () => {
+  const { client, transport } = connectClient({});
+  await assert.rejects(client.connect(transport), is401);
+  await client.close().catch(() => {});
+});
+
+test('a client with a wrong token is refused', async () => {
+  const { client, transport } = connectClient({ Authorization: 'Bearer wrong-token' });
+  await assert.rejects(client.connect(transport), is401);
+  await client.close().catch(() => {});
+});
+
+let passed = 0;
+let failed = 0;
+for (const t of tests) {
+  let timer;
+  try {
+    await Promise.race([
+      t.fn(),
+      new Promise((_, rej) => {
+        timer = setTimeout(() => rej(new Error(`timed out after ${TEST_TIMEOUT_MS} ms`)), TEST_TIMEOUT_MS);
+      }),
+    ]);
+    passed++;
+    console.log(`ok   - ${t.name}`);
+  } catch (e) {
+    failed++;
+    console.log(`FAIL - ${t.name}: ${e?.stack || e}`);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+if (state.client) await state.client.close().catch(() => {});
+console.log(`e2e: ${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
