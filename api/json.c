@@ -418,7 +418,8 @@ int json_parse_sbx_spec(yajl_val obj, struct msg_SBX_UPDATE *out, char *errmsg, 
 			if (n > PROTO_STR_MAX)
 				BAD("env.%s: longer than %u bytes", k, PROTO_STR_MAX);
 			char kv[PROTO_STR_MAX + 1];
-			snprintf(kv, sizeof(kv), "%s=%s", k, e->u.string);
+			if ((size_t)snprintf(kv, sizeof(kv), "%s=%s", k, e->u.string) >= sizeof(kv))
+				BAD("env.%s: longer than %u bytes", k, PROTO_STR_MAX);
 			if (proto_strv_push(&out->env, kv) < 0)
 				BAD("out of memory");
 		}

@@ -727,6 +727,18 @@ int run_code(struct launcher *L, const struct run_request *req, run_done_fn done
 		       "this sandbox uses the docker backend, which this launcher cannot run");
 		return 0;
 	}
+	if (sandboxed && r->sb.network) {
+		/* outbound network without the host's loopback needs the pasta fence (DESIGN.md
+		 * §9), which this build does not have yet. Sharing the host's network namespace
+		 * would hand the jail every local service, the daemon's API included: refuse. */
+		sandbox_clear(&r->sb);
+		free(r);
+		refuse(done, arg, PERR_ENGINE_UNAVAILABLE,
+		       "network: true needs the pasta network fence, which this build does not "
+		       "have yet; without it the host's loopback services would be reachable. "
+		       "Set network: false.");
+		return 0;
+	}
 	if (sandboxed && !L->bwrap_path) {
 		/* no bwrap at all: the named, reported degraded state, never silent */
 		sandboxed = false;

@@ -108,6 +108,10 @@ int bwrap_argv(const struct sandbox *s, const struct bwrap_opts *o, struct proto
 		}
 		PUSH3(ro ? "--ro-bind" : "--bind", s->mount_sources.v[i], dst);
 	}
+	/* bwrap's own root is a tmpfs: make it read-only, so nothing outside the workdir,
+	 * /tmp and read-write mounts accepts a write, not even the jail's scratch root */
+	PUSH("--remount-ro");
+	PUSH("/");
 	PUSH("--chdir");
 	PUSH(s->workdir);
 	if (o->seccomp_fd >= 0) {
