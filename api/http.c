@@ -261,6 +261,8 @@ static bool route(struct evhttp_request *req, enum evhttp_cmd_type m, char **s, 
 				WANT(true, OP_SBX_DELETE);
 			WANT(get, OP_SBX_GET);
 		}
+		if (n == 3 && strcmp(s[2], "profile") == 0)
+			WANT(get, OP_PROFILE);
 		if (n == 3 && strcmp(s[2], "runs") == 0) {
 			if (post)
 				WANT(true, OP_RUN);

@@ -162,6 +162,22 @@ static void on_single(const struct stub_reply *rep, void *arg)
 	case MSG_POLICY_REP:
 		json_gen_policy(g, rep->msg);
 		break;
+	case MSG_PROFILE_REP: {
+		const struct msg_PROFILE_REP *p = rep->msg;
+		yajl_gen_map_open(g);
+		json_gen_kstr(g, "kind", p->kind);
+		json_gen_key(g, "argv");
+		yajl_gen_array_open(g);
+		for (uint32_t i = 0; i < p->argv.n; i++)
+			json_gen_str(g, p->argv.v[i]);
+		yajl_gen_array_close(g);
+		if (p->text && *p->text)
+			json_gen_kstr(g, "text", p->text);
+		if (p->note && *p->note)
+			json_gen_kstr(g, "note", p->note);
+		yajl_gen_map_close(g);
+		break;
+	}
 	case MSG_OK:
 		yajl_gen_map_open(g);
 		json_gen_kstr(g, "id", ((const struct msg_OK *)rep->msg)->id);
@@ -295,6 +311,8 @@ static int start_stub(struct op *o, const struct op_args *a, char *why, size_t w
 	}
 	case OP_RUNS_LIST:
 		return stub_runs_list(a->id, 50, on_list, o);
+	case OP_PROFILE:
+		return stub_profile(a->id, on_single, o);
 	case OP_RUN_GET:
 		return stub_run_get(a->id, a->sub_id, on_single, o);
 	case OP_EXEC: {
@@ -327,7 +345,7 @@ void op_start(const struct op_args *a, op_done_fn done, void *arg)
 	char why[256] = "";
 	bool needs_id = a->kind == OP_SBX_GET || a->kind == OP_SBX_UPDATE ||
 	                a->kind == OP_SBX_DELETE || a->kind == OP_RUN || a->kind == OP_RUNS_LIST ||
-	                a->kind == OP_RUN_GET;
+	                a->kind == OP_RUN_GET || a->kind == OP_PROFILE;
 	int r;
 
 	if (!o) {

@@ -23,6 +23,7 @@ enum op_kind {
 	OP_RUNS_LIST,
 	OP_RUN_GET,
 	OP_EXEC,
+	OP_PROFILE,
 };
 
 struct op_args {

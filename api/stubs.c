@@ -233,3 +233,9 @@ int stub_run_get(const char *sandbox_id, const char *run_id, stub_cb cb, void *a
 	struct msg_RUN_GET m = { .sandbox_id = (char *)sandbox_id, .run_id = (char *)run_id };
 	return send_req(API->launcher, MSG_RUN_GET, &m, MSG_RUN_REP, 0, cb, arg);
 }
+
+int stub_profile(const char *id, stub_cb cb, void *arg)
+{
+	struct msg_PROFILE_GET m = { .id = (char *)id };
+	return send_req(API->launcher, MSG_PROFILE_GET, &m, MSG_PROFILE_REP, 0, cb, arg);
+}

@@ -48,6 +48,7 @@ int stub_sandbox_delete(const char *id, stub_cb cb, void *arg);
 int stub_run(const struct msg_RUN *m, stub_cb cb, void *arg);
 int stub_exec(const struct msg_EXEC *m, stub_cb cb, void *arg);
 int stub_runs_list(const char *sandbox_id, uint32_t limit, stub_cb cb, void *arg);
+int stub_profile(const char *id, stub_cb cb, void *arg);
 int stub_run_get(const char *sandbox_id, const char *run_id, stub_cb cb, void *arg);
 
 #endif

@@ -521,10 +521,16 @@ static void h_profile_get(struct proto_chan *ch, const struct proto_hdr *h, void
 {
 	struct msg_PROFILE_GET *in = m;
 	struct sandbox s;
+	struct msg_PROFILE_REP rep;
+	int r;
 	if (load_sandbox(ch, h->id, in->id, &s) < 0)
 		return;
+	if ((r = run_profile(DL, &s, &rep)) < 0)
+		reply_err(ch, h->id, PERR_INTERNAL, "building the profile: %s", strerror(-r));
+	else
+		proto_chan_send(ch, MSG_PROFILE_REP, h->id, &rep, -1);
+	proto_msg_clear(MSG_PROFILE_REP, &rep);
 	sandbox_clear(&s);
-	reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "profile: not supported yet");
 }
 
 /* ---- runs -------------------------------------------------------------------------- */

@@ -103,6 +103,11 @@ typedef void (*run_done_fn)(int err, const char *message, struct run_result *res
  * errors; refusals are reported through done. */
 int run_code(struct launcher *L, const struct run_request *req, run_done_fn done, void *arg);
 
+/* The fence the next run of s would get, for GET /sandboxes/{id}/profile: kind
+ * ("bwrap" | "degraded" | "docker"), the argv (descriptor numbers as the child sees them),
+ * and a note of what is enforced besides the argv. Returns 0 or -errno. */
+int run_profile(struct launcher *L, const struct sandbox *s, struct msg_PROFILE_REP *ret);
+
 /* Kill every live run (shutdown, or the API channel going away is NOT a reason). */
 void runner_kill_all(struct launcher *L);
 

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <pwd.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -510,10 +511,11 @@ static int script_build(struct run *r, uint32_t lang, const char *code, const ch
 	return 0;
 }
 
+/* The daemon user's home, from the password database: sbxd gives its children no $HOME. */
 static const char *home_dir(void)
 {
-	const char *h = getenv("HOME");
-	return h && h[0] == '/' ? h : geteuid() == 0 ? "/root" : NULL;
+	struct passwd *pw = getpwuid(geteuid());
+	return pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : geteuid() == 0 ? "/root" : NULL;
 }
 
 static int stream_open(struct run *r, struct stream *s, int fd, uint64_t limit)
@@ -777,4 +779,46 @@ int run_code(struct launcher *L, const struct run_request *req, run_done_fn done
 		return 0;
 	}
 	return 0;
+}
+
+int run_profile(struct launcher *L, const struct sandbox *s, struct msg_PROFILE_REP *ret)
+{
+	struct bwrap_opts bo = { .bwrap = L->bwrap_path, .home = home_dir(), .data_dir = L->data_dir,
+		                 .seccomp_fd = RUN_CHILD_FD_SECCOMP, .info_fd = RUN_CHILD_FD_INFO };
+	char note[PROTO_STR_MAX];
+	bool deny_inet = !s->network && !s->ports_listen.n && !s->ports_connect.n &&
+	                 !s->ports_loopback.n;
+	size_t off = 0;
+	int e;
+
+	memset(ret, 0, sizeof(*ret));
+	if (s->backend == BACKEND_DOCKER) {
+		ret->kind = strdup("docker");
+		ret->note = strdup("the docker backend is not run by this launcher");
+		return ret->kind && ret->note ? 0 : -ENOMEM;
+	}
+	if (!L->bwrap_path) {
+		ret->kind = strdup("degraded");
+		ret->note = strdup("bwrap is not installed: runs get no OS barrier");
+		return ret->kind && ret->note ? 0 : -ENOMEM;
+	}
+	if ((e = bwrap_argv(s, &bo, &ret->argv)) < 0)
+		return e;
+	off += (size_t)snprintf(note + off, sizeof(note) - off,
+	                        "runs as host uid %u with NO_NEW_PRIVS; fd %d carries the seccomp "
+	                        "baseline (denied: ",
+	                        L->root ? s->jail_uid : (unsigned)geteuid(), RUN_CHILD_FD_SECCOMP);
+	for (size_t i = 0; jail_seccomp_denied[i] && off < sizeof(note) - 64; i++)
+		off += (size_t)snprintf(note + off, sizeof(note) - off, "%s%s", i ? " " : "",
+		                        jail_seccomp_denied[i]);
+	snprintf(note + off, sizeof(note) - off,
+	         "%s); limits: %s; timeout %u ms; output %llu bytes per stream",
+	         deny_inet ? "; AF_INET/AF_INET6/AF_PACKET sockets" : "",
+	         L->root ? "per-run cgroups (memory, pids) and rlimits" : "rlimits only",
+	         s->timeout_ms, (unsigned long long)s->output_bytes);
+	ret->kind = strdup("bwrap");
+	ret->note = strdup(note);
+	if (s->network)
+		ret->text = strdup("network: true is refused until the pasta fence exists");
+	return ret->kind && ret->note ? 0 : -ENOMEM;
 }
