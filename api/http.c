@@ -221,6 +221,23 @@ static void method_not_allowed(struct evhttp_request *req)
 	http_error_status(req, 405, "invalid_argument", "method not allowed on this route");
 }
 
+/* ?target=... of DELETE /mounts; decoded by evhttp, kept alive by the request */
+static const char *query_target(struct evhttp_request *req)
+{
+	static char target[PROTO_STR_MAX + 1];
+	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
+	const char *q = u ? evhttp_uri_get_query(u) : NULL;
+	struct evkeyvalq params;
+	const char *v;
+	if (!q || evhttp_parse_query_str(q, &params) < 0)
+		return NULL;
+	v = evhttp_find_header(&params, "target");
+	if (v && strlen(v) <= PROTO_STR_MAX)
+		snprintf(target, sizeof(target), "%s", v);
+	evhttp_clear_headers(&params);
+	return v ? target : NULL;
+}
+
 static bool route(struct evhttp_request *req, enum evhttp_cmd_type m, char **s, int n,
                   struct op_args *a)
 {
@@ -260,6 +277,15 @@ static bool route(struct evhttp_request *req, enum evhttp_cmd_type m, char **s, 
 			if (m == EVHTTP_REQ_DELETE)
 				WANT(true, OP_SBX_DELETE);
 			WANT(get, OP_SBX_GET);
+		}
+		if (n == 3 && strcmp(s[2], "mounts") == 0) {
+			if (post)
+				WANT(true, OP_MOUNT_ADD);
+			if (m == EVHTTP_REQ_DELETE) {
+				a->sub_id = query_target(req);
+				WANT(true, OP_MOUNT_DEL);
+			}
+			WANT(get, OP_MOUNTS_LIST);
 		}
 		if (n == 3 && strcmp(s[2], "profile") == 0)
 			WANT(get, OP_PROFILE);

@@ -98,6 +98,20 @@ static const struct mcp_tool tools[] = {
 	  "{\"type\":\"object\",\"properties\":{\"runs\":{\"type\":\"array\"},\"count\":" S_INT
 	  "},\"required\":[\"runs\"]}",
 	  OP_RUNS_LIST, true },
+	{ "sbx_mount", "Make a host directory appear at <sandbox>/<target>, read-only unless "
+	               "readOnly is false. Credential dirs, system roots, home itself and the "
+	               "engine's data dir are refused.",
+	  "{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR ",\"source\":" S_STR
+	  ",\"target\":" S_STR ",\"readOnly\":" S_BOOL "},\"required\":[\"sandboxId\",\"source\",\"target\"]}",
+	  "{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR ",\"mounts\":{\"type\":\"array\"}},"
+	  "\"required\":[\"mounts\"]}",
+	  OP_MOUNT_ADD, true },
+	{ "sbx_unmount", "Remove the mount at target.",
+	  "{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR ",\"target\":" S_STR
+	  "},\"required\":[\"sandboxId\",\"target\"]}",
+	  "{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR ",\"mounts\":{\"type\":\"array\"}},"
+	  "\"required\":[\"mounts\"]}",
+	  OP_MOUNT_DEL, true },
 	{ "sbx_exec", "Run a shell command (the agent shell), in the given sandbox or the default "
 	              "one named \"shell\".",
 	  "{\"type\":\"object\",\"properties\":{\"code\":" S_STR ",\"sandboxId\":" S_STR

@@ -149,6 +149,25 @@ static void on_single(const struct stub_reply *rep, void *arg)
 	g = json_gen_new();
 	switch (rep->type) {
 	case MSG_SBX_REP:
+		if (o->kind == OP_MOUNTS_LIST || o->kind == OP_MOUNT_ADD || o->kind == OP_MOUNT_DEL) {
+			const struct msg_SBX_REP *sr = rep->msg;
+			yajl_gen_map_open(g);
+			json_gen_kstr(g, "sandboxId", sr->id);
+			json_gen_key(g, "mounts");
+			yajl_gen_array_open(g);
+			for (uint32_t i = 0; i < sr->mount_sources.n && i < sr->mount_targets.n; i++) {
+				yajl_gen_map_open(g);
+				json_gen_kstr(g, "source", sr->mount_sources.v[i]);
+				json_gen_kstr(g, "target", sr->mount_targets.v[i]);
+				json_gen_kbool(g, "readOnly", i < sr->mount_ro.n ? sr->mount_ro.v[i] != 0 : true);
+				yajl_gen_map_close(g);
+			}
+			yajl_gen_array_close(g);
+			yajl_gen_map_close(g);
+			if (o->kind == OP_MOUNT_ADD)
+				status = 201;
+			break;
+		}
 		json_gen_sbx(g, rep->msg);
 		if (o->kind == OP_SBX_CREATE)
 			status = 201;
@@ -313,6 +332,40 @@ static int start_stub(struct op *o, const struct op_args *a, char *why, size_t w
 		return stub_runs_list(a->id, 50, on_list, o);
 	case OP_PROFILE:
 		return stub_profile(a->id, on_single, o);
+	case OP_MOUNTS_LIST:
+		return stub_sandbox_get(a->id, on_single, o);
+	case OP_MOUNT_ADD: {
+		struct msg_MOUNT_ADD m = { .sandbox_id = (char *)a->id, .read_only = true };
+		const char *src = NULL, *tgt = NULL;
+		bool ro = true;
+		if (!a->body || !YAJL_IS_OBJECT(a->body) || json_get_str(a->body, "source", &src) < 0 ||
+		    json_get_str(a->body, "target", &tgt) < 0) {
+			snprintf(why, whysz, "source and target: required strings");
+			return -EINVAL;
+		}
+		if (json_get_bool(a->body, "readOnly", &ro) == -EINVAL) {
+			snprintf(why, whysz, "readOnly: must be a boolean");
+			return -EINVAL;
+		}
+		if (strlen(src) > PROTO_STR_MAX || strlen(tgt) > PROTO_STR_MAX) {
+			snprintf(why, whysz, "source and target: at most %u bytes", PROTO_STR_MAX);
+			return -EINVAL;
+		}
+		m.source = (char *)src;
+		m.target = (char *)tgt;
+		m.read_only = ro;
+		return stub_mount_add(&m, on_single, o);
+	}
+	case OP_MOUNT_DEL: {
+		const char *tgt = a->sub_id;
+		if (!tgt && a->body)
+			json_get_str(a->body, "target", &tgt);
+		if (!tgt || !*tgt || strlen(tgt) > PROTO_STR_MAX) {
+			snprintf(why, whysz, "target: required");
+			return -EINVAL;
+		}
+		return stub_mount_del(a->id, tgt, on_single, o);
+	}
 	case OP_RUN_GET:
 		return stub_run_get(a->id, a->sub_id, on_single, o);
 	case OP_EXEC: {
@@ -345,7 +398,8 @@ void op_start(const struct op_args *a, op_done_fn done, void *arg)
 	char why[256] = "";
 	bool needs_id = a->kind == OP_SBX_GET || a->kind == OP_SBX_UPDATE ||
 	                a->kind == OP_SBX_DELETE || a->kind == OP_RUN || a->kind == OP_RUNS_LIST ||
-	                a->kind == OP_RUN_GET || a->kind == OP_PROFILE;
+	                a->kind == OP_RUN_GET || a->kind == OP_PROFILE ||
+	                a->kind == OP_MOUNTS_LIST || a->kind == OP_MOUNT_ADD || a->kind == OP_MOUNT_DEL;
 	int r;
 
 	if (!o) {

@@ -24,12 +24,15 @@ enum op_kind {
 	OP_RUN_GET,
 	OP_EXEC,
 	OP_PROFILE,
+	OP_MOUNTS_LIST,
+	OP_MOUNT_ADD,
+	OP_MOUNT_DEL,
 };
 
 struct op_args {
 	enum op_kind kind;
 	const char *id;     /* {id} of the route / sandboxId of the tool */
-	const char *sub_id; /* {runId} */
+	const char *sub_id; /* {runId}, or the ?target= of DELETE /mounts */
 	yajl_val body;      /* the JSON body / the tool's arguments (may be NULL) */
 	uint32_t entrance;  /* ENTRANCE_REST | ENTRANCE_MCP */
 };

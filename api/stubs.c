@@ -239,3 +239,14 @@ int stub_profile(const char *id, stub_cb cb, void *arg)
 	struct msg_PROFILE_GET m = { .id = (char *)id };
 	return send_req(API->launcher, MSG_PROFILE_GET, &m, MSG_PROFILE_REP, 0, cb, arg);
 }
+
+int stub_mount_add(const struct msg_MOUNT_ADD *m, stub_cb cb, void *arg)
+{
+	return send_req(API->launcher, MSG_MOUNT_ADD, m, MSG_SBX_REP, 0, cb, arg);
+}
+
+int stub_mount_del(const char *sandbox_id, const char *target, stub_cb cb, void *arg)
+{
+	struct msg_MOUNT_DEL m = { .sandbox_id = (char *)sandbox_id, .target = (char *)target };
+	return send_req(API->launcher, MSG_MOUNT_DEL, &m, MSG_SBX_REP, 0, cb, arg);
+}

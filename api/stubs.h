@@ -48,6 +48,8 @@ int stub_sandbox_delete(const char *id, stub_cb cb, void *arg);
 int stub_run(const struct msg_RUN *m, stub_cb cb, void *arg);
 int stub_exec(const struct msg_EXEC *m, stub_cb cb, void *arg);
 int stub_runs_list(const char *sandbox_id, uint32_t limit, stub_cb cb, void *arg);
+int stub_mount_add(const struct msg_MOUNT_ADD *m, stub_cb cb, void *arg);
+int stub_mount_del(const char *sandbox_id, const char *target, stub_cb cb, void *arg);
 int stub_profile(const char *id, stub_cb cb, void *arg);
 int stub_run_get(const char *sandbox_id, const char *run_id, stub_cb cb, void *arg);
 
