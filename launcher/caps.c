@@ -407,7 +407,9 @@ static void docker_start(void)
 	if (C.docker_running)
 		return;
 	C.docker_running = true;
-	for (size_t i = 0; !docker && i < sizeof(paths) / sizeof(paths[0]); i++)
+	if (C.L->docker_path && access(C.L->docker_path, X_OK) == 0)
+		docker = C.L->docker_path;
+	for (size_t i = 0; !docker && !C.L->docker_path && i < sizeof(paths) / sizeof(paths[0]); i++)
 		if (access(paths[i], X_OK) == 0)
 			docker = paths[i];
 	if (!docker) {

@@ -62,6 +62,7 @@ struct launcher {
 	struct proto_chan *sbxd; /* events to sbxd (PGRP_ADD/DEL) */
 	struct proto_chan *api;
 	char *bwrap_path;    /* NULL when bwrap is absent: the degraded backend */
+	char *docker_path;   /* --docker: the client to probe; NULL = search the usual places */
 	unsigned live_runs;
 };
 

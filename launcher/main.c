@@ -60,6 +60,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "data-dir", required_argument, NULL, 'd' },
 		{ "log-level", required_argument, NULL, 'l' },
+		{ "docker", required_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct launcher L = { 0 };
@@ -69,10 +70,15 @@ int main(int argc, char **argv)
 	int c, r;
 
 	log_init("sbx-launcher", lvl);
-	while ((c = getopt_long(argc, argv, "d:l:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:l:D:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			data_dir = optarg;
+			break;
+		case 'D':
+			if (optarg[0] != '/')
+				usage();
+			L.docker_path = optarg;
 			break;
 		case 'l':
 			if (log_parse_level(optarg, &lvl) < 0)

@@ -207,6 +207,10 @@ static int build_argv(struct child *c, char **argv)
 	argv[n++] = (char *)cfg->log_level;
 	if (c->id == CHILD_API && cfg->no_auth)
 		argv[n++] = (char *)"--no-auth";
+	if (c->id == CHILD_LAUNCHER && cfg->docker[0]) {
+		argv[n++] = (char *)"--docker";
+		argv[n++] = (char *)cfg->docker;
+	}
 	argv[n] = NULL;
 	return n;
 }

@@ -42,6 +42,7 @@ struct sbxd_config {
 	char listen[SBXD_LISTEN_MAX]; /* normalised "host:port" handed to sbx-api */
 	char libexec[SBXD_PATH_MAX];  /* "" = next to sbxd's own executable */
 	char log_level[16];
+	char docker[SBXD_PATH_MAX];   /* the docker client the launcher probes; "" = search */
 	bool foreground;
 	bool no_auth;
 	bool allow_remote;

@@ -154,7 +154,10 @@ int sbxd_start(struct sbxd *d)
 {
 	int r;
 	pid_t keep_pid = -1;
+	char docker[sizeof(d->docker)];
+	memcpy(docker, d->docker, sizeof(docker));
 	memset(d, 0, sizeof(*d));
+	memcpy(d->docker, docker, sizeof(docker)); /* the one setting a caller makes first */
 	d->pid = keep_pid;
 	if ((r = find_bin_dir(d->bin_dir, sizeof(d->bin_dir))) < 0)
 		return r;
@@ -192,7 +195,8 @@ int sbxd_start(struct sbxd *d)
 	envp[ne++] = secret_env;
 	envp[ne] = NULL;
 	const char *argv[] = { sbxd_path, "--foreground", "--listen", listen,
-			       "--data-dir", d->data_dir, NULL };
+			       "--data-dir", d->data_dir, d->docker[0] ? "--docker" : NULL, d->docker,
+			       NULL };
 
 	fflush(NULL);
 	pid_t parent = getpid();

@@ -35,6 +35,7 @@ struct sbxd {
 	char bin_dir[SBX_IT_ROOT_MAX];
 	char token[SBX_TOKEN_MAX];
 	char secret[64]; /* SBX_TEST_SECRET put into sbxd's own environment */
+	char docker[SBX_IT_ROOT_MAX]; /* set before sbxd_start: passed as --docker */
 };
 
 struct http_resp {

@@ -1,0 +1,78 @@
+/* The capability probe never lies and never stalls runs: with a docker client that hangs
+ * for ever, /caps answers within 4.5 s saying why, and a direct run started meanwhile is
+ * not delayed by the probe. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "cleanup.h"
+#include "harness.h"
+
+static struct sbxd d;
+static char fakedir[64];
+
+static void setup(void)
+{
+	char path[128];
+	FILE *f;
+	sbx_require_bwrap();
+	snprintf(fakedir, sizeof(fakedir), "/tmp/sbx-fakedocker-XXXXXX");
+	cr_assert_not_null(mkdtemp(fakedir));
+	snprintf(path, sizeof(path), "%s/docker", fakedir);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	/* a broken Docker Desktop: `docker info` never answers */
+	fprintf(f, "#!/bin/sh\nexec sleep 1000\n");
+	fclose(f);
+	chmod(path, 0755);
+	memset(&d, 0, sizeof(d));
+	snprintf(d.docker, sizeof(d.docker), "%s", path);
+	cr_assert_eq(sbxd_start(&d), 0, "sbxd did not start");
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+	sbxd_stop(&d);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", fakedir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", fakedir);
+}
+
+TestSuite(caps, .init = setup, .fini = teardown, .timeout = 60);
+
+Test(caps, hanging_docker_is_reported_and_does_not_delay_runs)
+{
+	char id[128];
+	struct bg_req caps;
+	sbx_create(&d, "{\"name\":\"fast\"}", id, sizeof(id));
+	/* re-probe so the hang certainly starts now */
+	unsigned long long t0 = mono_ms();
+	cr_assert_eq(bg_req_start(&caps, &d, "POST", "/api/sandbox/caps/recheck", NULL, 30), 0);
+	sleep_ms(200);
+	unsigned long long r0 = mono_ms();
+	_cleanup_free_ char *body = run_body("sh", "echo fast", NULL, 10000);
+	_cleanup_resp_ struct http_resp run = sbx_run(&d, id, body);
+	unsigned long long run_ms = mono_ms() - r0;
+	assert_status(run, 200);
+	cr_expect(strstr(run.body, "\"stdout\":\"fast\\n\""), "%s", run.body);
+	cr_expect_lt(run_ms, 3000, "a direct run waited %llu ms on the docker probe", run_ms);
+	_cleanup_resp_ struct http_resp c = bg_req_join(&caps);
+	unsigned long long caps_ms = mono_ms() - t0;
+	assert_status(c, 200);
+	cr_expect_lt(caps_ms, 4500, "caps took %llu ms", caps_ms);
+	cr_expect(js_is_false(c.json, "docker.ok"), "a hanging docker was called usable: %s", c.body);
+	const char *why = js_str(c.json, "docker.reason");
+	cr_expect(why && (strstr(why, "4") || strstr(why, "time")), "no reason given: %s", c.body);
+	cr_expect(js_is_true(c.json, "direct.ok"), "bwrap probe failed: %s", c.body);
+	/* the cached answer comes at once */
+	unsigned long long t1 = mono_ms();
+	_cleanup_resp_ struct http_resp again = http_req(&d, "GET", "/api/sandbox/caps", NULL, NULL);
+	assert_status(again, 200);
+	cr_expect_lt(mono_ms() - t1, 1000, "the cache did not answer");
+}
