@@ -2,6 +2,7 @@
  * and the bearer token. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -84,5 +85,47 @@ Test(frontdoor, health_reports_processes)
 {
 	_cleanup_resp_ struct http_resp r = http_req(&sbx_it, "GET", HEALTH, NULL, NULL);
 	assert_status(r, 200);
-	cr_expect(r.json, "health is not JSON: %s", r.body);
+	cr_assert(r.json, "health is not JSON: %s", r.body);
+	cr_expect_gt(js_int(r.json, "processes.launcher", 0), 1, "%s", r.body);
+	cr_expect_gt(js_int(r.json, "processes.api", 0), 1, "%s", r.body);
+	cr_expect_str_eq(js_str(r.json, "isolation"), "bwrap", "%s", r.body);
+	/* what the API process achieved, as it reports it */
+	cr_expect(js_is_true(r.json, "confinement.noNewPrivs"), "%s", r.body);
+	cr_expect(js_is_true(r.json, "confinement.seccomp"), "%s", r.body);
+	cr_expect_gt(js_int(r.json, "confinement.seccompSyscalls", 0), 10, "%s", r.body);
+	if (geteuid() == 0) {
+		cr_expect(js_is_true(r.json, "confinement.chroot"), "%s", r.body);
+		cr_expect(js_is_true(r.json, "confinement.uidDropped"), "%s", r.body);
+	}
+	if (js_int(r.json, "confinement.landlockAbi", 0) > 0)
+		cr_expect(js_is_true(r.json, "confinement.landlock"), "%s", r.body);
+	/* and it is true: the API process's credentials, read from the kernel */
+	char path[64], line[256];
+	snprintf(path, sizeof(path), "/proc/%lld/status", js_int(r.json, "processes.api", 0));
+	FILE *f = fopen(path, "re");
+	cr_assert_not_null(f);
+	bool nnp = false, filtered = false, uid_ok = geteuid() != 0;
+	while (fgets(line, sizeof(line), f)) {
+		nnp |= strncmp(line, "NoNewPrivs:\t1", 13) == 0;
+		filtered |= strncmp(line, "Seccomp:\t2", 10) == 0;
+		uid_ok |= strncmp(line, "Uid:\t65534", 10) == 0;
+	}
+	fclose(f);
+	cr_expect(nnp && filtered && uid_ok, "the API process is not confined as reported");
+}
+
+Test(frontdoor, cross_site_simple_post_is_refused)
+{
+	/* a browser form can send text/plain without a preflight: refused, nothing created */
+	char host[64];
+	snprintf(host, sizeof(host), "Host: 127.0.0.1:%u", (unsigned)sbx_it.port);
+	char auth[SBX_TOKEN_MAX + 32];
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", sbx_it.token);
+	const char *hdrs[] = { host, auth, "Content-Type: text/plain", NULL };
+	const char *body = "{\"name\":\"csrf\"}";
+	_cleanup_resp_ struct http_resp r = http_send(sbx_it.port, "POST", "/api/sandbox/sandboxes",
+	                                               hdrs, body, strlen(body), 10);
+	cr_expect_eq(r.status, 415, "%d %s", r.status, r.body);
+	_cleanup_resp_ struct http_resp l = http_req(&sbx_it, "GET", "/api/sandbox/sandboxes", NULL, NULL);
+	cr_expect(!strstr(l.body, "csrf"), "the refused request created a sandbox: %s", l.body);
 }
