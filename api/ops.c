@@ -381,17 +381,6 @@ static int start_stub(struct op *o, const struct op_args *a, char *why, size_t w
 	return -EINVAL;
 }
 
-static bool id_ok(const char *id)
-{
-	size_t n = id ? strlen(id) : 0;
-	if (n == 0 || n > PROTO_ID_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= '0' && id[i] <= '9') || id[i] == '_'))
-			return false;
-	return true;
-}
-
 void op_start(const struct op_args *a, op_done_fn done, void *arg)
 {
 	struct op *o = calloc(1, sizeof(*o));
@@ -409,12 +398,12 @@ void op_start(const struct op_args *a, op_done_fn done, void *arg)
 	o->kind = a->kind;
 	o->done = done;
 	o->arg = arg;
-	if (needs_id && !id_ok(a->id)) {
+	if (needs_id && !proto_id_valid(a->id)) {
 		/* an id we would never issue names nothing */
 		op_fail(o, PERR_NOT_FOUND, "no such sandbox");
 		return;
 	}
-	if (a->kind == OP_RUN_GET && !id_ok(a->sub_id)) {
+	if (a->kind == OP_RUN_GET && !proto_id_valid(a->sub_id)) {
 		op_fail(o, PERR_NOT_FOUND, "no such run");
 		return;
 	}

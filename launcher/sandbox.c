@@ -50,16 +50,7 @@ const char *sandbox_fs_mode_name(enum fs_mode m)
 	return (unsigned)m < 3 ? fs_mode_names[m] : "strict";
 }
 
-bool sandbox_id_valid(const char *id)
-{
-	size_t n = id ? strlen(id) : 0;
-	if (n == 0 || n > PROTO_ID_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= '0' && id[i] <= '9') || id[i] == '_'))
-			return false;
-	return true;
-}
+bool sandbox_id_valid(const char *id) { return proto_id_valid(id); }
 
 /* Control characters (and DEL) are refused everywhere: list fields are stored
  * newline-joined and names end up in logs and terminals. */

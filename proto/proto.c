@@ -343,6 +343,17 @@ int proto_msg_print(uint32_t type, uint32_t id, const void *msg, char *buf, size
 	return 0;
 }
 
+bool proto_id_valid(const char *id)
+{
+	size_t n = id ? strlen(id) : 0;
+	if (n == 0 || n > PROTO_ID_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= '0' && id[i] <= '9') || id[i] == '_'))
+			return false;
+	return true;
+}
+
 /* ---- lists ------------------------------------------------------------------------- */
 
 int proto_strv_push(struct proto_strv *sv, const char *s)

@@ -99,6 +99,10 @@ void proto_msg_clear(uint32_t type, void *msg);
 /* One line for logs: "SBX_GET id=7 {id=\"sbx_1\"}" (strings cut at 64 bytes). */
 int proto_msg_print(uint32_t type, uint32_t id, const void *msg, char *buf, size_t bufsz);
 
+/* An id as the launcher issues them (sandbox, run): 1..PROTO_ID_MAX of [a-z0-9_]. Both
+ * sides check it: the API to answer 404 early, the launcher because it trusts no one. */
+bool proto_id_valid(const char *id);
+
 /* strv helpers (NULL-safe) */
 int proto_strv_push(struct proto_strv *sv, const char *s);
 void proto_strv_clear(struct proto_strv *sv);
