@@ -682,7 +682,13 @@ void json_gen_caps(yajl_gen g, const struct msg_CAPS_REP *c)
 	json_gen_kstr(g, "reason", c->docker_reason);
 	gen_time(g, "probedAt", c->docker_probed_at);
 	yajl_gen_map_close(g);
-	json_gen_kstr(g, "isolation", c->direct_ok ? c->direct_backend : "degraded");
+	/* what a run would get now: the backend, the named degraded state (no bwrap at all),
+	 * or nothing (bwrap present but failing, and no docker either) */
+	json_gen_kstr(g, "isolation",
+	              c->direct_ok ? c->direct_backend
+	              : strcmp(c->direct_backend, "degraded") == 0 ? "degraded"
+	              : c->docker_ok ? "docker"
+	                             : "unavailable");
 	yajl_gen_map_close(g);
 }
 

@@ -470,3 +470,12 @@ bool caps_docker_unavailable(const char **ret_reason)
 		*ret_reason = C.docker_reason;
 	return C.docker_valid && !C.docker_ok;
 }
+
+bool caps_engine_broken(const char **ret_reason)
+{
+	bool broken = C.L && C.L->bwrap_path && C.direct_valid && !C.direct_ok &&
+	              !(C.docker_valid && C.docker_ok);
+	if (ret_reason)
+		*ret_reason = C.direct_reason;
+	return broken;
+}

@@ -22,5 +22,8 @@ void caps_refresh(void);
 /* Last known results without probing: docker_known is false before the first probe. */
 const char *caps_bwrap_version(void);
 bool caps_docker_unavailable(const char **ret_reason);
+/* No backend can run anything: bwrap is installed but the measured probe failed, and docker
+ * does not answer either. (bwrap absent is the named degraded state, not this.) */
+bool caps_engine_broken(const char **ret_reason);
 
 #endif

@@ -753,23 +753,67 @@ static const struct proto_dispatch sbxd_table[] = {
 	{ MSG_ERROR, ROLE_SBXD, h_ignore },
 };
 
+/* When no backend can run anything, every route but health and caps (which say why)
+ * answers engine_unavailable (the policy routes too stay open); EXEC goes on to run_code, where a switched-off execShell
+ * still runs as before and a switched-on one fails. */
+static bool engine_refuses(struct proto_chan *ch, const struct proto_hdr *h)
+{
+	const char *why = NULL;
+	/* the policy stays readable and settable: it runs nothing, and an operator may need
+	 * to switch execShell off while the engine is down */
+	if (h->type == MSG_HEALTH_REQ || h->type == MSG_CAPS_REQ || h->type == MSG_EXEC ||
+	    h->type == MSG_POLICY_GET || h->type == MSG_POLICY_SET || !caps_engine_broken(&why))
+		return false;
+	reply_err(ch, h->id, PERR_ENGINE_UNAVAILABLE, "no backend can run sandboxes here: %s",
+	          why && *why ? why : "the bwrap probe failed");
+	return true;
+}
+
+#define GUARDED(fn)                                                                                \
+	static void g_##fn(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd,      \
+	                   void *arg)                                                              \
+	{                                                                                          \
+		if (engine_refuses(ch, h)) {                                                       \
+			if (fd >= 0)                                                               \
+				close(fd);                                                         \
+			return;                                                                    \
+		}                                                                                  \
+		fn(ch, h, m, fd, arg);                                                             \
+	}
+GUARDED(h_health)
+GUARDED(h_caps)
+GUARDED(h_policy_get)
+GUARDED(h_policy_set)
+GUARDED(h_sbx_create)
+GUARDED(h_sbx_get)
+GUARDED(h_sbx_list)
+GUARDED(h_sbx_update)
+GUARDED(h_sbx_delete)
+GUARDED(h_run)
+GUARDED(h_exec)
+GUARDED(h_runs_list)
+GUARDED(h_run_get)
+GUARDED(h_mount_add)
+GUARDED(h_mount_del)
+GUARDED(h_profile_get)
+
 static const struct proto_dispatch api_table[] = {
-	{ MSG_HEALTH_REQ, ROLE_API, h_health },
-	{ MSG_CAPS_REQ, ROLE_API, h_caps },
-	{ MSG_POLICY_GET, ROLE_API, h_policy_get },
-	{ MSG_POLICY_SET, ROLE_API, h_policy_set },
-	{ MSG_SBX_CREATE, ROLE_API, h_sbx_create },
-	{ MSG_SBX_GET, ROLE_API, h_sbx_get },
-	{ MSG_SBX_LIST, ROLE_API, h_sbx_list },
-	{ MSG_SBX_UPDATE, ROLE_API, h_sbx_update },
-	{ MSG_SBX_DELETE, ROLE_API, h_sbx_delete },
-	{ MSG_RUN, ROLE_API, h_run },
-	{ MSG_EXEC, ROLE_API, h_exec },
-	{ MSG_RUNS_LIST, ROLE_API, h_runs_list },
-	{ MSG_RUN_GET, ROLE_API, h_run_get },
-	{ MSG_MOUNT_ADD, ROLE_API, h_mount_add },
-	{ MSG_MOUNT_DEL, ROLE_API, h_mount_del },
-	{ MSG_PROFILE_GET, ROLE_API, h_profile_get },
+	{ MSG_HEALTH_REQ, ROLE_API, g_h_health },
+	{ MSG_CAPS_REQ, ROLE_API, g_h_caps },
+	{ MSG_POLICY_GET, ROLE_API, g_h_policy_get },
+	{ MSG_POLICY_SET, ROLE_API, g_h_policy_set },
+	{ MSG_SBX_CREATE, ROLE_API, g_h_sbx_create },
+	{ MSG_SBX_GET, ROLE_API, g_h_sbx_get },
+	{ MSG_SBX_LIST, ROLE_API, g_h_sbx_list },
+	{ MSG_SBX_UPDATE, ROLE_API, g_h_sbx_update },
+	{ MSG_SBX_DELETE, ROLE_API, g_h_sbx_delete },
+	{ MSG_RUN, ROLE_API, g_h_run },
+	{ MSG_EXEC, ROLE_API, g_h_exec },
+	{ MSG_RUNS_LIST, ROLE_API, g_h_runs_list },
+	{ MSG_RUN_GET, ROLE_API, g_h_run_get },
+	{ MSG_MOUNT_ADD, ROLE_API, g_h_mount_add },
+	{ MSG_MOUNT_DEL, ROLE_API, g_h_mount_del },
+	{ MSG_PROFILE_GET, ROLE_API, g_h_profile_get },
 };
 static const size_t api_table_n = sizeof(api_table) / sizeof(api_table[0]);
 

@@ -23,7 +23,8 @@
 
 static _Noreturn void usage(void)
 {
-	fprintf(stderr, "usage: sbx-launcher --data-dir DIR [--log-level error|warn|info|debug]\n");
+	fprintf(stderr, "usage: sbx-launcher --data-dir DIR [--log-level error|warn|info|debug]\n"
+	                "       [--bwrap PATH] [--docker PATH]\n");
 	exit(2);
 }
 
@@ -61,19 +62,25 @@ int main(int argc, char **argv)
 		{ "data-dir", required_argument, NULL, 'd' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "docker", required_argument, NULL, 'D' },
+		{ "bwrap", required_argument, NULL, 'B' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct launcher L = { 0 };
 	enum log_level lvl = LOG_LVL_INFO;
-	const char *data_dir = NULL;
+	const char *data_dir = NULL, *bwrap_opt = NULL;
 	_cleanup_free_ char *db_path = NULL;
 	int c, r;
 
 	log_init("sbx-launcher", lvl);
-	while ((c = getopt_long(argc, argv, "d:l:D:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:l:D:B:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			data_dir = optarg;
+			break;
+		case 'B':
+			if (optarg[0] != '/')
+				usage();
+			bwrap_opt = optarg;
 			break;
 		case 'D':
 			if (optarg[0] != '/')
@@ -106,7 +113,7 @@ int main(int argc, char **argv)
 		fatalx("opening %s: %s", db_path, strerror(-r));
 	if (chmod(db_path, 0600) < 0)
 		fatal("chmod %s", db_path);
-	L.bwrap_path = find_bwrap();
+	L.bwrap_path = bwrap_opt ? strdup(bwrap_opt) : find_bwrap();
 	if (!L.bwrap_path)
 		log_warnx("bwrap not found: runs are DEGRADED (no OS barrier)");
 

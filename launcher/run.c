@@ -21,6 +21,7 @@
 
 #include <event2/event.h>
 
+#include "caps.h"
 #include "cleanup.h"
 #include "fence/bwrap_argv.h"
 #include "fence/cgroup.h"
@@ -671,6 +672,7 @@ int run_code(struct launcher *L, const struct run_request *req, run_done_fn done
 	struct msg_POLICY_REP pol;
 	struct run *r;
 	bool sandboxed = true;
+	const char *why = NULL;
 	int e;
 
 	if (!sigchld_ev) {
@@ -727,6 +729,14 @@ int run_code(struct launcher *L, const struct run_request *req, run_done_fn done
 		free(r);
 		refuse(done, arg, PERR_ENGINE_UNAVAILABLE,
 		       "this sandbox uses the docker backend, which this launcher cannot run");
+		return 0;
+	}
+	if (sandboxed && caps_engine_broken(&why)) {
+		/* a switch that is on while the engine is broken fails; never a raw shell */
+		sandbox_clear(&r->sb);
+		free(r);
+		refuse(done, arg, PERR_ENGINE_UNAVAILABLE, "no backend can run sandboxes here: %s",
+		       why && *why ? why : "the bwrap probe failed");
 		return 0;
 	}
 	if (sandboxed && r->sb.network) {

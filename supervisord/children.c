@@ -14,7 +14,7 @@
 #include "sbxd.h"
 #include "util.h"
 
-#define CHILD_ARGV_MAX 12 /* the longest argv below, with room */
+#define CHILD_ARGV_MAX 16 /* the longest argv below, with room */
 
 static const struct {
 	const char *name;
@@ -207,6 +207,10 @@ static int build_argv(struct child *c, char **argv)
 	argv[n++] = (char *)cfg->log_level;
 	if (c->id == CHILD_API && cfg->no_auth)
 		argv[n++] = (char *)"--no-auth";
+	if (c->id == CHILD_LAUNCHER && cfg->bwrap[0]) {
+		argv[n++] = (char *)"--bwrap";
+		argv[n++] = (char *)cfg->bwrap;
+	}
 	if (c->id == CHILD_LAUNCHER && cfg->docker[0]) {
 		argv[n++] = (char *)"--docker";
 		argv[n++] = (char *)cfg->docker;

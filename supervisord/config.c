@@ -14,7 +14,7 @@ const char *config_usage(void)
 {
 	return "usage: sbxd [--listen 127.0.0.1:7420] [--data-dir DIR] [--foreground]\n"
 	       "            [--log-level error|warn|info|debug] [--no-auth] [--libexec DIR]\n"
-	       "            [--docker PATH]\n"
+	       "            [--docker PATH] [--bwrap PATH]\n"
 	       "            [--allow-remote]\n";
 }
 
@@ -93,7 +93,7 @@ int config_parse_listen(const char *s, char *host, size_t hostsz, uint16_t *ret_
 	return 0;
 }
 
-enum { OPT_LISTEN = 1, OPT_DATA, OPT_FG, OPT_LEVEL, OPT_NOAUTH, OPT_LIBEXEC, OPT_REMOTE, OPT_HELP, OPT_DOCKER };
+enum { OPT_LISTEN = 1, OPT_DATA, OPT_FG, OPT_LEVEL, OPT_NOAUTH, OPT_LIBEXEC, OPT_REMOTE, OPT_HELP, OPT_DOCKER, OPT_BWRAP };
 
 int config_parse(int argc, char *argv[], struct sbxd_config *cfg, const char **ret_why)
 {
@@ -106,6 +106,7 @@ int config_parse(int argc, char *argv[], struct sbxd_config *cfg, const char **r
 		{ "libexec", required_argument, NULL, OPT_LIBEXEC },
 		{ "allow-remote", no_argument, NULL, OPT_REMOTE },
 		{ "docker", required_argument, NULL, OPT_DOCKER },
+		{ "bwrap", required_argument, NULL, OPT_BWRAP },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -156,6 +157,12 @@ int config_parse(int argc, char *argv[], struct sbxd_config *cfg, const char **r
 			break;
 		case OPT_REMOTE:
 			cfg->allow_remote = true;
+			break;
+		case OPT_BWRAP:
+			if (optarg[0] != '/' || copy_str(cfg->bwrap, sizeof(cfg->bwrap), optarg) < 0) {
+				*ret_why = "--bwrap: needs an absolute path";
+				return -EINVAL;
+			}
 			break;
 		case OPT_DOCKER:
 			if (optarg[0] != '/' || copy_str(cfg->docker, sizeof(cfg->docker), optarg) < 0) {

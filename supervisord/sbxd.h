@@ -42,7 +42,8 @@ struct sbxd_config {
 	char listen[SBXD_LISTEN_MAX]; /* normalised "host:port" handed to sbx-api */
 	char libexec[SBXD_PATH_MAX];  /* "" = next to sbxd's own executable */
 	char log_level[16];
-	char docker[SBXD_PATH_MAX];   /* the docker client the launcher probes; "" = search */
+	char docker[SBXD_PATH_MAX];
+	char bwrap[SBXD_PATH_MAX];    /* the bwrap the launcher uses; "" = search */   /* the docker client the launcher probes; "" = search */
 	bool foreground;
 	bool no_auth;
 	bool allow_remote;

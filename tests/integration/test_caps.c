@@ -76,3 +76,76 @@ Test(caps, hanging_docker_is_reported_and_does_not_delay_runs)
 	assert_status(again, 200);
 	cr_expect_lt(mono_ms() - t1, 1000, "the cache did not answer");
 }
+
+/* No backend can run anything: a bwrap that fails every jail (as on a kernel without
+ * unprivileged user namespaces) and a docker without an engine. */
+static struct sbxd broken;
+static char brokendir[64];
+
+static void broken_setup(void)
+{
+	char path[128];
+	FILE *f;
+	snprintf(brokendir, sizeof(brokendir), "/tmp/sbx-brokenbwrap-XXXXXX");
+	cr_assert_not_null(mkdtemp(brokendir));
+	chmod(brokendir, 0755); /* the probe runs the fake as a jail uid */
+	snprintf(path, sizeof(path), "%s/bwrap", brokendir);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'bubblewrap 0.8.0'; exit 0; }\n"
+	           "echo 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n");
+	fclose(f);
+	chmod(path, 0755);
+	memset(&broken, 0, sizeof(broken));
+	snprintf(broken.bwrap, sizeof(broken.bwrap), "%s", path);
+	snprintf(path, sizeof(path), "%s/docker", brokendir);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "#!/bin/sh\necho 'Cannot connect to the Docker daemon' >&2\nexit 1\n");
+	fclose(f);
+	chmod(path, 0755);
+	snprintf(broken.docker, sizeof(broken.docker), "%s", path);
+	cr_assert_eq(sbxd_start(&broken), 0, "sbxd did not start");
+}
+
+static void broken_teardown(void)
+{
+	char cmd[128];
+	sbxd_stop(&broken);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", brokendir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", brokendir);
+}
+
+TestSuite(nobackend, .init = broken_setup, .fini = broken_teardown, .timeout = 60);
+
+Test(nobackend, routes_answer_503_and_switches_on_fail)
+{
+	/* the caps answer waits for the probes, and says why */
+	_cleanup_resp_ struct http_resp c = http_req(&broken, "GET", "/api/sandbox/caps", NULL, NULL);
+	assert_status(c, 200);
+	cr_expect(js_is_false(c.json, "direct.ok"), "%s", c.body);
+	cr_expect(strstr(c.body, "Permission denied"), "no reason: %s", c.body);
+	cr_expect_str_eq(js_str(c.json, "isolation"), "unavailable", "%s", c.body);
+	_cleanup_resp_ struct http_resp l = http_req(&broken, "GET", "/api/sandbox/sandboxes", NULL, NULL);
+	cr_expect_eq(l.status, 503, "%d %s", l.status, l.body);
+	cr_expect(strstr(l.body, "engine_unavailable") && strstr(l.body, "Permission denied"), "%s", l.body);
+	_cleanup_resp_ struct http_resp cr = http_req(&broken, "POST", "/api/sandbox/sandboxes",
+	                                              "{\"name\":\"x\"}", NULL);
+	cr_expect_eq(cr.status, 503, "%d %s", cr.status, cr.body);
+	/* execShell on: the command fails, it never runs raw */
+	_cleanup_resp_ struct http_resp e = http_req(&broken, "POST", "/api/sandbox/exec",
+	                                             "{\"code\":\"echo raw\"}", NULL);
+	cr_expect_eq(e.status, 503, "%d %s", e.status, e.body);
+	cr_expect(!strstr(e.body, "raw\\n"), "ran unsandboxed: %s", e.body);
+	/* execShell off: as before the sandbox existed, and labelled */
+	_cleanup_resp_ struct http_resp p = http_req(&broken, "PUT", "/api/sandbox/exec-policy",
+	                                             "{\"execShell\":false}", NULL);
+	assert_status(p, 200);
+	_cleanup_resp_ struct http_resp e2 = http_req(&broken, "POST", "/api/sandbox/exec",
+	                                              "{\"code\":\"echo before\"}", NULL);
+	assert_status(e2, 200);
+	cr_expect_str_eq(js_str(e2.json, "isolation"), "none", "%s", e2.body);
+	_cleanup_resp_ struct http_resp h = http_req(&broken, "GET", "/api/sandbox/health", NULL, NULL);
+	assert_status(h, 200);
+}

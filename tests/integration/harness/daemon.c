@@ -154,10 +154,12 @@ int sbxd_start(struct sbxd *d)
 {
 	int r;
 	pid_t keep_pid = -1;
-	char docker[sizeof(d->docker)];
+	char docker[sizeof(d->docker)], bwrap[sizeof(d->bwrap)];
 	memcpy(docker, d->docker, sizeof(docker));
+	memcpy(bwrap, d->bwrap, sizeof(bwrap));
 	memset(d, 0, sizeof(*d));
-	memcpy(d->docker, docker, sizeof(docker)); /* the one setting a caller makes first */
+	memcpy(d->docker, docker, sizeof(docker));
+	memcpy(d->bwrap, bwrap, sizeof(bwrap)); /* the one setting a caller makes first */
 	d->pid = keep_pid;
 	if ((r = find_bin_dir(d->bin_dir, sizeof(d->bin_dir))) < 0)
 		return r;
@@ -195,8 +197,16 @@ int sbxd_start(struct sbxd *d)
 	envp[ne++] = secret_env;
 	envp[ne] = NULL;
 	const char *argv[] = { sbxd_path, "--foreground", "--listen", listen,
-			       "--data-dir", d->data_dir, d->docker[0] ? "--docker" : NULL, d->docker,
-			       NULL };
+			       "--data-dir", d->data_dir, NULL, NULL, NULL, NULL, NULL };
+	size_t na = 6;
+	if (d->docker[0]) {
+		argv[na++] = "--docker";
+		argv[na++] = d->docker;
+	}
+	if (d->bwrap[0]) {
+		argv[na++] = "--bwrap";
+		argv[na++] = d->bwrap;
+	}
 
 	fflush(NULL);
 	pid_t parent = getpid();

@@ -36,6 +36,7 @@ struct sbxd {
 	char token[SBX_TOKEN_MAX];
 	char secret[64]; /* SBX_TEST_SECRET put into sbxd's own environment */
 	char docker[SBX_IT_ROOT_MAX]; /* set before sbxd_start: passed as --docker */
+	char bwrap[SBX_IT_ROOT_MAX];  /* set before sbxd_start: passed as --bwrap */
 };
 
 struct http_resp {
