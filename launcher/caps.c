@@ -399,19 +399,25 @@ static void docker_done(bool timed_out, int st, const char *out)
 	docker_finish();
 }
 
-static void docker_start(void)
+const char *caps_docker_path(void)
 {
 	static const char *const paths[] = { "/usr/bin/docker", "/usr/local/bin/docker", "/bin/docker" };
+	if (C.L && C.L->docker_path)
+		return access(C.L->docker_path, X_OK) == 0 ? C.L->docker_path : NULL;
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		if (access(paths[i], X_OK) == 0)
+			return paths[i];
+	return NULL;
+}
+
+static void docker_start(void)
+{
 	const char *docker = NULL;
 
 	if (C.docker_running)
 		return;
 	C.docker_running = true;
-	if (C.L->docker_path && access(C.L->docker_path, X_OK) == 0)
-		docker = C.L->docker_path;
-	for (size_t i = 0; !docker && !C.L->docker_path && i < sizeof(paths) / sizeof(paths[0]); i++)
-		if (access(paths[i], X_OK) == 0)
-			docker = paths[i];
+	docker = caps_docker_path();
 	if (!docker) {
 		C.docker_ok = false;
 		snprintf(C.docker_reason, sizeof(C.docker_reason), "docker not found");

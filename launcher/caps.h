@@ -25,5 +25,7 @@ bool caps_docker_unavailable(const char **ret_reason);
 /* No backend can run anything: bwrap is installed but the measured probe failed, and docker
  * does not answer either. (bwrap absent is the named degraded state, not this.) */
 bool caps_engine_broken(const char **ret_reason);
+/* The docker client to use (--docker, else the usual places), or NULL. */
+const char *caps_docker_path(void);
 
 #endif

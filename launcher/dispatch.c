@@ -417,6 +417,8 @@ static void h_sbx_delete(struct proto_chan *ch, const struct proto_hdr *h, void 
 		sandbox_clear(&s);
 		return;
 	}
+	if (s.backend == BACKEND_DOCKER)
+		run_docker_remove(DL, &s);
 	if ((r = sandbox_workdir_remove(DL, s.id, s.jail_uid, delete_done, p)) < 0)
 		delete_done(r, p); /* the row is gone; the stale directory is only logged */
 	sandbox_clear(&s);

@@ -109,6 +109,9 @@ int run_code(struct launcher *L, const struct run_request *req, run_done_fn done
  * and a note of what is enforced besides the argv. Returns 0 or -errno. */
 int run_profile(struct launcher *L, const struct sandbox *s, struct msg_PROFILE_REP *ret);
 
+/* Remove a docker sandbox's container (docker rm -f), without waiting for it. */
+void run_docker_remove(struct launcher *L, const struct sandbox *s);
+
 /* Kill every live run (shutdown, or the API channel going away is NOT a reason). */
 void runner_kill_all(struct launcher *L);
 

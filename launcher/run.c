@@ -25,6 +25,7 @@
 #include "cleanup.h"
 #include "fence/bwrap_argv.h"
 #include "fence/cgroup.h"
+#include "fence/docker_argv.h"
 #include "fence/jail_seccomp.h"
 #include "launcher.h"
 #include "log.h"
@@ -394,6 +395,8 @@ struct child_plan {
 	const char *stdin_name, *stdin_data;
 	uid_t uid;
 	bool drop;
+	char *const *docker_run;     /* docker backend: create the container if missing */
+	const char *docker, *container;
 	int sync_fd, in_fd, out_fd, err_fd, info_fd, seccomp_fd;
 	uint32_t pids, timeout_ms;
 };
@@ -402,6 +405,24 @@ static _Noreturn void child_fail(int err_fd, const char *what)
 {
 	dprintf(err_fd, "sbx: %s: %s\n", what, strerror(errno));
 	_exit(126);
+}
+
+/* The program (and stdin) files, in the current directory (the workdir). */
+static void child_write_files(const struct child_plan *p)
+{
+	_cleanup_close_ int dfd = -1;
+	if (!p->code_name)
+		return;
+	/* the workdir belongs to the jail: files go in as the jail uid, no links followed */
+	if (mkdir(".sbx", 0700) < 0 && errno != EEXIST)
+		child_fail(2, "mkdir .sbx");
+	dfd = open(".sbx", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		child_fail(2, "open .sbx");
+	if ((errno = -child_write_file(dfd, p->code_name, p->code)) != 0)
+		child_fail(2, "writing the program file");
+	if (p->stdin_name && (errno = -child_write_file(dfd, p->stdin_name, p->stdin_data)) != 0)
+		child_fail(2, "writing the stdin file");
 }
 
 static _Noreturn void child_main(const struct child_plan *p)
@@ -435,6 +456,56 @@ static _Noreturn void child_main(const struct child_plan *p)
 	setrlimit(RLIMIT_FSIZE, &rl);
 	rl.rlim_cur = rl.rlim_max = p->timeout_ms / 1000 + RUN_CPU_SLACK_S;
 	setrlimit(RLIMIT_CPU, &rl);
+	if (p->docker_run) {
+		/* the docker client needs the engine's socket, so this child stays root; the
+		 * workdir is the jail's, so the files go in from a grandchild as the jail uid */
+		pid_t w, dc;
+		int st = 0;
+		if (chdir(p->workdir) < 0)
+			child_fail(2, "chdir to the workdir");
+		w = fork();
+		if (w < 0)
+			child_fail(2, "fork");
+		if (w == 0) {
+			struct child_plan q = *p;
+			if (p->drop && (setgroups(0, NULL) < 0 || setresgid(p->uid, p->uid, p->uid) < 0 ||
+			                setresuid(p->uid, p->uid, p->uid) < 0))
+				child_fail(2, "dropping to the jail uid");
+			q.docker_run = NULL;
+			q.argv = NULL;
+			child_write_files(&q);
+			_exit(0);
+		}
+		if (waitpid(w, &st, 0) != w || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			_exit(126);
+		char *const inspect[] = { (char *)p->docker, "container", "inspect", "--format",
+			                  "{{.State.Running}}", (char *)p->container, NULL };
+		dc = fork();
+		if (dc == 0) {
+			int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+			dup2(devnull, 1);
+			dup2(devnull, 2);
+			execve(inspect[0], inspect, p->envp);
+			_exit(127);
+		}
+		if (dc < 0 || waitpid(dc, &st, 0) != dc)
+			child_fail(2, "docker container inspect");
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			dc = fork();
+			if (dc == 0) {
+				int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+				dup2(devnull, 1); /* the container id; errors stay on stderr */
+				execve(p->docker_run[0], p->docker_run, p->envp);
+				_exit(127);
+			}
+			if (dc < 0 || waitpid(dc, &st, 0) != dc || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+				dprintf(2, "sbx: docker run of the sandbox's container failed\n");
+				_exit(125);
+			}
+		}
+		execve(p->argv[0], p->argv, p->envp);
+		child_fail(2, "exec docker");
+	}
 	if (p->drop) {
 		/* the jail uid is this sandbox's alone, so NPROC counts exactly its processes */
 		rl = (struct rlimit){ p->pids, p->pids };
@@ -449,19 +520,7 @@ static _Noreturn void child_main(const struct child_plan *p)
 		child_fail(2, "PR_SET_NO_NEW_PRIVS");
 	if (chdir(p->workdir) < 0)
 		child_fail(2, "chdir to the workdir");
-	if (p->code_name) {
-		/* the workdir belongs to the jail: files go in as the jail uid, no links followed */
-		_cleanup_close_ int dfd = -1;
-		if (mkdir(".sbx", 0700) < 0 && errno != EEXIST)
-			child_fail(2, "mkdir .sbx");
-		dfd = open(".sbx", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (dfd < 0)
-			child_fail(2, "open .sbx");
-		if ((errno = -child_write_file(dfd, p->code_name, p->code)) != 0)
-			child_fail(2, "writing the program file");
-		if (p->stdin_name && (errno = -child_write_file(dfd, p->stdin_name, p->stdin_data)) != 0)
-			child_fail(2, "writing the stdin file");
-	}
+	child_write_files(p);
 	execve(p->argv[0], p->argv, p->envp);
 	child_fail(2, "exec");
 }
@@ -490,7 +549,10 @@ static int script_build(struct run *r, uint32_t lang, const char *code, const ch
                         char *code_name, char *stdin_name, size_t namesz)
 {
 	static const char *const ext[] = { "sh", "py", "js" };
-	static const char *const interp[] = { "/bin/sh", RUN_PYTHON, RUN_NODE };
+	/* images put their interpreters anywhere on PATH (python:3.12-slim: /usr/local/bin) */
+	static const char *const interp_host[] = { "/bin/sh", RUN_PYTHON, RUN_NODE };
+	static const char *const interp_image[] = { "sh", "python3", "node" };
+	const char *const *interp = r->sb.backend == BACKEND_DOCKER ? interp_image : interp_host;
 	bool has_stdin = stdin_data && *stdin_data;
 
 	code_name[0] = stdin_name[0] = '\0';
@@ -546,8 +608,9 @@ static int run_spawn(struct run *r, const struct run_request *req, bool sandboxe
 	_cleanup_close_ int sync_r = -1, sync_w = -1, in_r = -1, out_w = -1, err_w = -1,
 	                    info_w = -1, scfd = -1;
 	int p[2];
-	struct proto_strv argv = { 0 }, env = { 0 };
-	char code_name[96], stdin_name[96];
+	struct proto_strv argv = { 0 }, env = { 0 }, drun = { 0 };
+	char code_name[96], stdin_name[96], container[PROTO_ID_MAX + 8] = "";
+	const char *plan_docker = NULL;
 	struct child_plan plan = { 0 };
 	struct timeval tv;
 	uint32_t timeout = req->timeout_ms ? req->timeout_ms : r->sb.timeout_ms;
@@ -578,7 +641,19 @@ static int run_spawn(struct run *r, const struct run_request *req, bool sandboxe
 	if ((e = stream_open(r, &r->err, p[0], r->sb.output_bytes)) < 0)
 		goto out;
 
-	if (sandboxed) {
+	if (sandboxed && r->sb.backend == BACKEND_DOCKER) {
+		const char *docker = caps_docker_path();
+		if (!docker) {
+			e = -ENOENT;
+			goto out;
+		}
+		if ((e = docker_run_argv(&r->sb, docker, &drun)) < 0 ||
+		    (e = docker_exec_argv(&r->sb, docker, &argv)) < 0 ||
+		    (e = docker_container_name(&r->sb, container, sizeof(container))) < 0)
+			goto out;
+		plan_docker = docker;
+		add_limit(r, "syscalls", "docker-default");
+	} else if (sandboxed) {
 		struct bwrap_opts bo = { .bwrap = L->bwrap_path, .home = home_dir(),
 			                 .data_dir = L->data_dir, .seccomp_fd = RUN_CHILD_FD_SECCOMP,
 			                 .info_fd = RUN_CHILD_FD_INFO };
@@ -598,8 +673,12 @@ static int run_spawn(struct run *r, const struct run_request *req, bool sandboxe
 			goto out;
 	}
 
-	/* resource limits: cgroups where the machine allows, rlimits always */
-	if (L->root && cgroup_run_create(r->res.id, r->sb.memory_mb, r->sb.pids, &r->cg) == 0) {
+	/* resource limits: cgroups where the machine allows, rlimits always; a container's
+	 * limits are the engine's (--memory = --memory-swap, --pids-limit) */
+	if (plan_docker) {
+		add_limit(r, "memory", "docker");
+		add_limit(r, "pids", "docker");
+	} else if (L->root && cgroup_run_create(r->res.id, r->sb.memory_mb, r->sb.pids, &r->cg) == 0) {
 		const char *how = r->cg.flavour == CG_V2 ? "cgroup-v2" : "cgroup-v1";
 		r->have_cg = true;
 		add_limit(r, "memory", r->cg.memory_limited ? how : "none");
@@ -621,7 +700,8 @@ static int run_spawn(struct run *r, const struct run_request *req, bool sandboxe
 		                    .drop = L->root, .sync_fd = sync_r, .in_fd = in_r,
 		                    .out_fd = out_w, .err_fd = err_w, .info_fd = info_w,
 		                    .seccomp_fd = scfd, .pids = r->sb.pids ? r->sb.pids : SBX_PIDS_DEFAULT,
-		                    .timeout_ms = timeout };
+		                    .timeout_ms = timeout, .docker_run = plan_docker ? drun.v : NULL,
+		                    .docker = plan_docker, .container = container };
 	if (L->root && (r->sb.jail_uid < SBX_JAIL_UID_BASE)) {
 		e = -EPERM; /* a sandbox row without its own uid never runs as root */
 		goto out;
@@ -664,6 +744,7 @@ errno_out:
 out:
 	proto_strv_clear(&argv);
 	proto_strv_clear(&env);
+	proto_strv_clear(&drun);
 	return e;
 }
 
@@ -725,11 +806,14 @@ int run_code(struct launcher *L, const struct run_request *req, run_done_fn done
 		return 0;
 	}
 	if (sandboxed && r->sb.backend == BACKEND_DOCKER) {
-		sandbox_clear(&r->sb);
-		free(r);
-		refuse(done, arg, PERR_ENGINE_UNAVAILABLE,
-		       "this sandbox uses the docker backend, which this launcher cannot run");
-		return 0;
+		const char *dwhy = NULL;
+		if (caps_docker_unavailable(&dwhy) || !caps_docker_path()) {
+			sandbox_clear(&r->sb);
+			free(r);
+			refuse(done, arg, PERR_ENGINE_UNAVAILABLE, "the docker backend is unavailable: %s",
+			       dwhy && *dwhy ? dwhy : "no docker client found");
+			return 0;
+		}
 	}
 	if (sandboxed && caps_engine_broken(&why)) {
 		/* a switch that is on while the engine is broken fails; never a raw shell */
@@ -739,7 +823,7 @@ int run_code(struct launcher *L, const struct run_request *req, run_done_fn done
 		       why && *why ? why : "the bwrap probe failed");
 		return 0;
 	}
-	if (sandboxed && r->sb.network) {
+	if (sandboxed && r->sb.network && r->sb.backend != BACKEND_DOCKER) {
 		/* outbound network without the host's loopback needs the pasta fence (DESIGN.md
 		 * §9), which this build does not have yet. Sharing the host's network namespace
 		 * would hand the jail every local service, the daemon's API included: refuse. */
@@ -756,8 +840,11 @@ int run_code(struct launcher *L, const struct run_request *req, run_done_fn done
 		sandboxed = false;
 		r->isolation = "degraded";
 	} else {
-		r->isolation = sandboxed ? "bwrap" : "none";
+		r->isolation = !sandboxed ? "none" : r->sb.backend == BACKEND_DOCKER ? "docker" : "bwrap";
 	}
+	if (sandboxed && r->sb.backend == BACKEND_DOCKER && r->sb.network)
+		append_note(r, "docker network: outbound is open and the host's loopback is not "
+		               "enforced (host.docker.internal); prefer network: false");
 	if (random_id("run_", 12, r->res.id, sizeof(r->res.id)) < 0 ||
 	    !(r->code = strdup(req->code))) {
 		sandbox_clear(&r->sb);
@@ -803,9 +890,33 @@ int run_profile(struct launcher *L, const struct sandbox *s, struct msg_PROFILE_
 
 	memset(ret, 0, sizeof(*ret));
 	if (s->backend == BACKEND_DOCKER) {
+		struct proto_strv ex = { 0 };
+		const char *docker = caps_docker_path();
+		size_t len = 0;
+		if (!docker)
+			docker = "docker";
+		if ((e = docker_run_argv(s, docker, &ret->argv)) < 0 ||
+		    (e = docker_exec_argv(s, docker, &ex)) < 0) {
+			proto_strv_clear(&ex);
+			return e;
+		}
+		/* argv creates the container (once); text is each run's exec line */
+		for (uint32_t i = 0; i < ex.n; i++)
+			len += strlen(ex.v[i]) + 1;
+		if ((ret->text = malloc(len + 1))) {
+			ret->text[0] = '\0';
+			for (uint32_t i = 0; i < ex.n; i++) {
+				strcat(ret->text, ex.v[i]);
+				if (i + 1 < ex.n)
+					strcat(ret->text, " ");
+			}
+		}
+		proto_strv_clear(&ex);
 		ret->kind = strdup("docker");
-		ret->note = strdup("the docker backend is not run by this launcher");
-		return ret->kind && ret->note ? 0 : -ENOMEM;
+		ret->note = strdup("fsMode does not apply to docker; the program arrives on stdin of "
+		                   "sh -s in the container; a deadline kills the docker client, and "
+		                   "processes it started in the container may outlive it");
+		return ret->kind && ret->note && ret->text ? 0 : -ENOMEM;
 	}
 	if (!L->bwrap_path) {
 		ret->kind = strdup("degraded");
@@ -831,4 +942,32 @@ int run_profile(struct launcher *L, const struct sandbox *s, struct msg_PROFILE_
 	if (s->network)
 		ret->text = strdup("network: true is refused until the pasta fence exists");
 	return ret->kind && ret->note ? 0 : -ENOMEM;
+}
+
+void run_docker_remove(struct launcher *L, const struct sandbox *s)
+{
+	struct proto_strv argv = { 0 };
+	const char *docker = caps_docker_path();
+	pid_t pid;
+	if (!docker || docker_rm_argv(s, docker, &argv) < 0)
+		return;
+	/* fire and forget, reparented away from us so nobody has to reap it */
+	pid = fork();
+	if (pid == 0) {
+		static char *const envp[] = { "PATH=" RUN_PATH, NULL };
+		int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+		setsid();
+		if (fork() != 0)
+			_exit(0);
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(devnull, 2);
+		close_fds_from(3, NULL, 0);
+		execve(argv.v[0], argv.v, envp);
+		_exit(127);
+	}
+	if (pid > 0)
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	proto_strv_clear(&argv);
 }
