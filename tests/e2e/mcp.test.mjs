@@ -97,6 +97,41 @@ test('sbx_exec runs a shell command', async () => {
   assert.equal(sc.isolation, 'bwrap');
 });
 
+test('sbx_caps, sbx_get, sbx_update: the fence is visible and changeable', async () => {
+  const caps = structured(await state.client.callTool({ name: 'sbx_caps', arguments: {} }), 'sbx_caps');
+  assert.equal(caps.direct.ok, true, JSON.stringify(caps));
+  const id = state.id;
+  const got = structured(await state.client.callTool({ name: 'sbx_get', arguments: { sandboxId: id } }), 'sbx_get');
+  assert.equal(got.id, id);
+  assert.equal(got.fsMode, 'strict');
+  const upd = structured(await state.client.callTool({
+    name: 'sbx_update', arguments: { sandboxId: id, fsMode: 'allowlist', readPaths: ['/usr/share'] },
+  }), 'sbx_update');
+  assert.equal(upd.fsMode, 'allowlist');
+  assert.deepEqual(upd.readPaths, ['/usr/share']);
+});
+
+test('sbx_mount refuses a credential directory and accepts a plain one; sbx_unmount removes it', async () => {
+  const id = state.id;
+  const bad = await state.client.callTool({
+    name: 'sbx_mount', arguments: { sandboxId: id, source: '/etc', target: 'etc' },
+  });
+  assert.equal(bad.isError, true, JSON.stringify(bad));
+  assert.ok(JSON.stringify(bad).includes('forbidden'), JSON.stringify(bad));
+  const ok = structured(await state.client.callTool({
+    name: 'sbx_mount', arguments: { sandboxId: id, source: '/usr/share/doc', target: 'doc' },
+  }), 'sbx_mount');
+  assert.ok(ok.mounts.some((m) => m.target === 'doc' && m.readOnly === true), JSON.stringify(ok));
+  const run = structured(await state.client.callTool({
+    name: 'sbx_run', arguments: { sandboxId: id, language: 'sh', code: 'ls doc | head -1 >/dev/null && echo seen; touch doc/x 2>/dev/null || echo ro' },
+  }), 'sbx_run');
+  assert.equal(run.stdout, 'seen\nro\n', JSON.stringify(run));
+  const un = structured(await state.client.callTool({
+    name: 'sbx_unmount', arguments: { sandboxId: id, target: 'doc' },
+  }), 'sbx_unmount');
+  assert.equal(un.mounts.length, 0);
+});
+
 test('sbx_run on a bogus sandbox is a tool error', async () => {
   const res = await state.client.callTool({
     name: 'sbx_run',
