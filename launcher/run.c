@@ -335,6 +335,8 @@ static void info_read_cb(evutil_socket_t fd, short what, void *arg)
 	r->info_fd = -1;
 }
 
+static void docker_kill_runs(const struct sandbox *s);
+
 static void grace_cb(evutil_socket_t fd, short what, void *arg)
 {
 	run_signal_all(arg, SIGKILL);
@@ -347,6 +349,8 @@ static void deadline_cb(evutil_socket_t fd, short what, void *arg)
 	r->res.timed_out = true;
 	r->killing = true;
 	run_signal_all(r, SIGTERM);
+	if (r->sb.backend == BACKEND_DOCKER && strcmp(r->isolation, "docker") == 0)
+		docker_kill_runs(&r->sb);
 	r->grace_ev = evtimer_new(r->L->base, grace_cb, r);
 	if (r->grace_ev)
 		evtimer_add(r->grace_ev, &tv);
@@ -914,8 +918,8 @@ int run_profile(struct launcher *L, const struct sandbox *s, struct msg_PROFILE_
 		proto_strv_clear(&ex);
 		ret->kind = strdup("docker");
 		ret->note = strdup("fsMode does not apply to docker; the program arrives on stdin of "
-		                   "sh -s in the container; a deadline kills the docker client, and "
-		                   "processes it started in the container may outlive it");
+		                   "sh -s in the container; at a deadline every process of the "
+		                   "sandbox's uid in the container is killed (other runs of it too)");
 		return ret->kind && ret->note && ret->text ? 0 : -ENOMEM;
 	}
 	if (!L->bwrap_path) {
@@ -944,15 +948,10 @@ int run_profile(struct launcher *L, const struct sandbox *s, struct msg_PROFILE_
 	return ret->kind && ret->note ? 0 : -ENOMEM;
 }
 
-void run_docker_remove(struct launcher *L, const struct sandbox *s)
+/* Run argv detached (double fork, reparented away from us) so nobody has to reap it. */
+static void spawn_detached(char *const argv[])
 {
-	struct proto_strv argv = { 0 };
-	const char *docker = caps_docker_path();
-	pid_t pid;
-	if (!docker || docker_rm_argv(s, docker, &argv) < 0)
-		return;
-	/* fire and forget, reparented away from us so nobody has to reap it */
-	pid = fork();
+	pid_t pid = fork();
 	if (pid == 0) {
 		static char *const envp[] = { "PATH=" RUN_PATH, NULL };
 		int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -963,11 +962,33 @@ void run_docker_remove(struct launcher *L, const struct sandbox *s)
 		dup2(devnull, 1);
 		dup2(devnull, 2);
 		close_fds_from(3, NULL, 0);
-		execve(argv.v[0], argv.v, envp);
+		execve(argv[0], argv, envp);
 		_exit(127);
 	}
 	if (pid > 0)
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
+}
+
+void run_docker_remove(struct launcher *L, const struct sandbox *s)
+{
+	struct proto_strv argv = { 0 };
+	const char *docker = caps_docker_path();
+	if (!docker || docker_rm_argv(s, docker, &argv) < 0)
+		return;
+	spawn_detached(argv.v);
 	proto_strv_clear(&argv);
+}
+
+/* Killing the docker client does not end what it started in the container: end every
+ * process of the jail uid there (the container's own pid 1, sleep, survives). This also
+ * ends other runs of the same sandbox that are in flight at that moment. */
+static void docker_kill_runs(const struct sandbox *s)
+{
+	char name[PROTO_ID_MAX + 8];
+	const char *docker = caps_docker_path();
+	if (!docker || docker_container_name(s, name, sizeof(name)) < 0)
+		return;
+	char *const argv[] = { (char *)docker, "exec", name, "kill", "-KILL", "-1", NULL };
+	spawn_detached(argv);
 }

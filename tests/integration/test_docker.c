@@ -101,6 +101,16 @@ Test(docker_fake, container_per_sandbox_exec_per_run_removed_with_it)
 	assert_status(r2, 200);
 	cr_expect_str_eq(js_str(r2.json, "stdout"), "42\n", "%s", r2.body);
 
+	/* a deadline ends the client and what it started in the container */
+	_cleanup_free_ char *b3 = run_body("sh", "sleep 30", NULL, 500);
+	_cleanup_resp_ struct http_resp r3 = sbx_run(&d, id, b3);
+	assert_status(r3, 200);
+	cr_expect(js_is_true(r3.json, "timedOut"), "%s", r3.body);
+	snprintf(want, sizeof(want), "exec sbx-%s kill -KILL -1", id);
+	for (int i = 0; i < 50 && !strstr(read_log(), want); i++)
+		sleep_ms(100);
+	cr_expect(strstr(read_log(), want), "the container's processes were not killed: %s", read_log());
+
 	const char *log = read_log();
 	cr_log_info("docker was called as:\n%s", log);
 	snprintf(want, sizeof(want), "run -d --name sbx-%s", id);
@@ -116,7 +126,7 @@ Test(docker_fake, container_per_sandbox_exec_per_run_removed_with_it)
 	snprintf(want, sizeof(want), "--user %ld:%ld", sbx_workdir_uid(&d, id), sbx_workdir_uid(&d, id));
 	cr_expect(strstr(log, want), "the container does not run as the jail uid: %s", log);
 	snprintf(want, sizeof(want), "exec -i --workdir /work --env HOME=/work sbx-%s sh -s", id);
-	cr_expect_eq(count(log, want), 2, "each run is one docker exec: %s", log);
+	cr_expect_eq(count(log, want), 3, "each run is one docker exec: %s", log);
 	cr_expect(!strstr(log, " -c "), "a shell command line reached docker: %s", log);
 
 	/* the profile shows the same argv */
