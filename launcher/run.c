@@ -462,7 +462,11 @@ static _Noreturn void child_main(const struct child_plan *p)
 	setrlimit(RLIMIT_CPU, &rl);
 	if (p->docker_run) {
 		/* the docker client needs the engine's socket, so this child stays root; the
-		 * workdir is the jail's, so the files go in from a grandchild as the jail uid */
+		 * workdir is the jail's, so the files go in from a grandchild as the jail uid.
+		 * The client itself gets a fixed environment: the sandbox's env (which the API
+		 * side controls) reaches the container only through --env, never a root client
+		 * (DOCKER_HOST, DOCKER_CONFIG, ...). */
+		static char *const client_env[] = { "PATH=" RUN_PATH, NULL };
 		pid_t w, dc;
 		int st = 0;
 		if (chdir(p->workdir) < 0)
@@ -489,7 +493,7 @@ static _Noreturn void child_main(const struct child_plan *p)
 			int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
 			dup2(devnull, 1);
 			dup2(devnull, 2);
-			execve(inspect[0], inspect, p->envp);
+			execve(inspect[0], inspect, client_env);
 			_exit(127);
 		}
 		if (dc < 0 || waitpid(dc, &st, 0) != dc)
@@ -499,7 +503,7 @@ static _Noreturn void child_main(const struct child_plan *p)
 			if (dc == 0) {
 				int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
 				dup2(devnull, 1); /* the container id; errors stay on stderr */
-				execve(p->docker_run[0], p->docker_run, p->envp);
+				execve(p->docker_run[0], p->docker_run, client_env);
 				_exit(127);
 			}
 			if (dc < 0 || waitpid(dc, &st, 0) != dc || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
@@ -507,7 +511,7 @@ static _Noreturn void child_main(const struct child_plan *p)
 				_exit(125);
 			}
 		}
-		execve(p->argv[0], p->argv, p->envp);
+		execve(p->argv[0], p->argv, client_env);
 		child_fail(2, "exec docker");
 	}
 	if (p->drop) {

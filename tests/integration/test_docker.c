@@ -30,6 +30,7 @@ static void setup(void)
 	fprintf(f,
 	        "#!/bin/sh\n"
 	        "printf '%%s\\n' \"$*\" >> %s\n"
+	        "[ -n \"$SBX_LEAK\" ] && echo CLIENT-ENV-LEAK >> %s\n"
 	        "case \"$1\" in\n"
 	        "  info) exit 0 ;;\n"
 	        "  container) [ -e %s/running ] && { echo true; exit 0; }; exit 1 ;;\n"
@@ -38,7 +39,7 @@ static void setup(void)
 	        "  exec) exec /bin/sh -s ;;\n"
 	        "  rm) rm -f %s/running; exit 0 ;;\n"
 	        "esac\nexit 2\n",
-	        logpath, fakedir, fakedir, fakedir);
+	        logpath, logpath, fakedir, fakedir, fakedir);
 	fclose(f);
 	chmod(path, 0755);
 	memset(&d, 0, sizeof(d));
@@ -86,7 +87,8 @@ Test(docker_fake, container_per_sandbox_exec_per_run_removed_with_it)
 	_cleanup_resp_ struct http_resp caps = http_req(&d, "GET", "/api/sandbox/caps", NULL, NULL);
 	assert_status(caps, 200);
 	cr_assert(js_is_true(caps.json, "docker.ok"), "%s", caps.body);
-	sbx_create(&d, "{\"name\":\"dk\",\"backend\":\"docker\",\"limits\":{\"memoryMb\":256,\"pids\":64}}",
+	sbx_create(&d, "{\"name\":\"dk\",\"backend\":\"docker\",\"env\":{\"SBX_LEAK\":\"1\"},"
+	           "\"limits\":{\"memoryMb\":256,\"pids\":64}}",
 	           id, sizeof(id));
 	cr_assert_eq(sbx_workdir_path(&d, id, wd, sizeof(wd)), 0);
 
@@ -125,9 +127,12 @@ Test(docker_fake, container_per_sandbox_exec_per_run_removed_with_it)
 	cr_expect(strstr(log, want), "the workdir is not at /work: %s", log);
 	snprintf(want, sizeof(want), "--user %ld:%ld", sbx_workdir_uid(&d, id), sbx_workdir_uid(&d, id));
 	cr_expect(strstr(log, want), "the container does not run as the jail uid: %s", log);
-	snprintf(want, sizeof(want), "exec -i --workdir /work --env HOME=/work sbx-%s sh -s", id);
+	snprintf(want, sizeof(want), "exec -i --workdir /work --env HOME=/work --env SBX_LEAK=1 sbx-%s sh -s", id);
 	cr_expect_eq(count(log, want), 3, "each run is one docker exec: %s", log);
 	cr_expect(!strstr(log, " -c "), "a shell command line reached docker: %s", log);
+	/* the sandbox's env goes to the container as --env, never to the root client */
+	cr_expect(strstr(log, "--env SBX_LEAK=1"), "%s", log);
+	cr_expect(!strstr(log, "CLIENT-ENV-LEAK"), "the sandbox env reached the docker client: %s", log);
 
 	/* the profile shows the same argv */
 	char path[256];
