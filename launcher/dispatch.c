@@ -4,7 +4,6 @@
 #include "dispatch.h"
 
 #include <errno.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -426,12 +425,6 @@ static void h_sbx_delete(struct proto_chan *ch, const struct proto_hdr *h, void 
 
 /* ---- mounts ------------------------------------------------------------------------ */
 
-static const char *home_dir(void)
-{
-	struct passwd *pw = getpwuid(getuid());
-	return pw && pw->pw_dir ? pw->pw_dir : "/root";
-}
-
 static void h_mount_add(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
 {
 	struct msg_MOUNT_ADD *in = m;
@@ -444,7 +437,7 @@ static void h_mount_add(struct proto_chan *ch, const struct proto_hdr *h, void *
 		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "target: %s", why ? why : "invalid");
 		return;
 	}
-	if ((r = mount_check_source(in->source, home_dir(), DL->data_dir, &canon, &why)) < 0) {
+	if ((r = mount_check_source(in->source, launcher_home_dir(), DL->data_dir, &canon, &why)) < 0) {
 		reply_err(ch, h->id, r == -EPERM ? PERR_FORBIDDEN : PERR_INVALID_ARGUMENT, "source: %s",
 		          why ? why : strerror(-r));
 		return;

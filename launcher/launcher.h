@@ -112,6 +112,11 @@ int run_profile(struct launcher *L, const struct sandbox *s, struct msg_PROFILE_
 /* Remove a docker sandbox's container (docker rm -f), without waiting for it. */
 void run_docker_remove(struct launcher *L, const struct sandbox *s);
 
+/* The daemon user's home (password database; sbxd gives its children no $HOME), or NULL. */
+const char *launcher_home_dir(void);
+/* No network and no ports: the jail's seccomp filter also refuses AF_INET/6/PACKET. */
+bool sandbox_denies_inet(const struct sandbox *s);
+
 /* Kill every live run (shutdown, or the API channel going away is NOT a reason). */
 void runner_kill_all(struct launcher *L);
 

@@ -582,8 +582,12 @@ static int script_build(struct run *r, uint32_t lang, const char *code, const ch
 	return 0;
 }
 
-/* The daemon user's home, from the password database: sbxd gives its children no $HOME. */
-static const char *home_dir(void)
+bool sandbox_denies_inet(const struct sandbox *s)
+{
+	return !s->network && !s->ports_listen.n && !s->ports_connect.n && !s->ports_loopback.n;
+}
+
+const char *launcher_home_dir(void)
 {
 	struct passwd *pw = getpwuid(geteuid());
 	return pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : geteuid() == 0 ? "/root" : NULL;
@@ -662,13 +666,10 @@ static int run_spawn(struct run *r, const struct run_request *req, bool sandboxe
 		plan_docker = docker;
 		add_limit(r, "syscalls", "docker-default");
 	} else if (sandboxed) {
-		struct bwrap_opts bo = { .bwrap = L->bwrap_path, .home = home_dir(),
+		struct bwrap_opts bo = { .bwrap = L->bwrap_path, .home = launcher_home_dir(),
 			                 .data_dir = L->data_dir, .seccomp_fd = RUN_CHILD_FD_SECCOMP,
 			                 .info_fd = RUN_CHILD_FD_INFO };
-		/* no network and no ports: also no AF_INET sockets at all */
-		bool deny_inet = !r->sb.network && !r->sb.ports_listen.n && !r->sb.ports_connect.n &&
-		                 !r->sb.ports_loopback.n;
-		if ((e = jail_seccomp_fd(deny_inet, &scfd)) < 0)
+		if ((e = jail_seccomp_fd(sandbox_denies_inet(&r->sb), &scfd)) < 0)
 			goto out;
 		if (pipe2(p, O_CLOEXEC) < 0)
 			goto errno_out;
@@ -888,11 +889,10 @@ int run_code(struct launcher *L, const struct run_request *req, run_done_fn done
 
 int run_profile(struct launcher *L, const struct sandbox *s, struct msg_PROFILE_REP *ret)
 {
-	struct bwrap_opts bo = { .bwrap = L->bwrap_path, .home = home_dir(), .data_dir = L->data_dir,
+	struct bwrap_opts bo = { .bwrap = L->bwrap_path, .home = launcher_home_dir(), .data_dir = L->data_dir,
 		                 .seccomp_fd = RUN_CHILD_FD_SECCOMP, .info_fd = RUN_CHILD_FD_INFO };
 	char note[PROTO_STR_MAX];
-	bool deny_inet = !s->network && !s->ports_listen.n && !s->ports_connect.n &&
-	                 !s->ports_loopback.n;
+	bool deny_inet = sandbox_denies_inet(s);
 	size_t off = 0;
 	int e;
 

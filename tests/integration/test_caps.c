@@ -19,17 +19,12 @@ static char fakedir[64];
 static void setup(void)
 {
 	char path[128];
-	FILE *f;
 	sbx_require_bwrap();
 	snprintf(fakedir, sizeof(fakedir), "/tmp/sbx-fakedocker-XXXXXX");
 	cr_assert_not_null(mkdtemp(fakedir));
-	snprintf(path, sizeof(path), "%s/docker", fakedir);
-	f = fopen(path, "w");
-	cr_assert_not_null(f);
 	/* a broken Docker Desktop: `docker info` never answers */
-	fprintf(f, "#!/bin/sh\nexec sleep 1000\n");
-	fclose(f);
-	chmod(path, 0755);
+	cr_assert_eq(sbx_fake_program(fakedir, "docker", "#!/bin/sh\nexec sleep 1000\n", path,
+	                              sizeof(path)), 0);
 	memset(&d, 0, sizeof(d));
 	snprintf(d.docker, sizeof(d.docker), "%s", path);
 	cr_assert_eq(sbxd_start(&d), 0, "sbxd did not start");
@@ -85,25 +80,18 @@ static char brokendir[64];
 static void broken_setup(void)
 {
 	char path[128];
-	FILE *f;
 	snprintf(brokendir, sizeof(brokendir), "/tmp/sbx-brokenbwrap-XXXXXX");
 	cr_assert_not_null(mkdtemp(brokendir));
-	chmod(brokendir, 0755); /* the probe runs the fake as a jail uid */
-	snprintf(path, sizeof(path), "%s/bwrap", brokendir);
-	f = fopen(path, "w");
-	cr_assert_not_null(f);
-	fprintf(f, "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'bubblewrap 0.8.0'; exit 0; }\n"
-	           "echo 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n");
-	fclose(f);
-	chmod(path, 0755);
+	/* the probe runs the fake as a jail uid: sbx_fake_program makes it reachable */
+	cr_assert_eq(sbx_fake_program(brokendir, "bwrap",
+	                              "#!/bin/sh\n[ \"$1\" = --version ] && { echo 'bubblewrap 0.8.0'; exit 0; }\n"
+	                              "echo 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n",
+	                              path, sizeof(path)), 0);
 	memset(&broken, 0, sizeof(broken));
 	snprintf(broken.bwrap, sizeof(broken.bwrap), "%s", path);
-	snprintf(path, sizeof(path), "%s/docker", brokendir);
-	f = fopen(path, "w");
-	cr_assert_not_null(f);
-	fprintf(f, "#!/bin/sh\necho 'Cannot connect to the Docker daemon' >&2\nexit 1\n");
-	fclose(f);
-	chmod(path, 0755);
+	cr_assert_eq(sbx_fake_program(brokendir, "docker",
+	                              "#!/bin/sh\necho 'Cannot connect to the Docker daemon' >&2\nexit 1\n",
+	                              path, sizeof(path)), 0);
 	snprintf(broken.docker, sizeof(broken.docker), "%s", path);
 	cr_assert_eq(sbxd_start(&broken), 0, "sbxd did not start");
 }

@@ -18,30 +18,24 @@ static char fakedir[64], logpath[128];
 
 static void setup(void)
 {
-	char path[128];
-	FILE *f;
+	char path[128], script[2048];
 	snprintf(fakedir, sizeof(fakedir), "/tmp/sbx-fakedocker-XXXXXX");
 	cr_assert_not_null(mkdtemp(fakedir));
-	chmod(fakedir, 0755);
 	snprintf(logpath, sizeof(logpath), "%s/calls.log", fakedir);
-	snprintf(path, sizeof(path), "%s/docker", fakedir);
-	f = fopen(path, "w");
-	cr_assert_not_null(f);
-	fprintf(f,
-	        "#!/bin/sh\n"
-	        "printf '%%s\\n' \"$*\" >> %s\n"
-	        "[ -n \"$SBX_LEAK\" ] && echo CLIENT-ENV-LEAK >> %s\n"
-	        "case \"$1\" in\n"
-	        "  info) exit 0 ;;\n"
-	        "  container) [ -e %s/running ] && { echo true; exit 0; }; exit 1 ;;\n"
-	        "  run) touch %s/running; echo 0123456789ab; exit 0 ;;\n"
-	        /* a stand-in engine: the program arrives on stdin of sh -s, in the workdir */
-	        "  exec) exec /bin/sh -s ;;\n"
-	        "  rm) rm -f %s/running; exit 0 ;;\n"
-	        "esac\nexit 2\n",
-	        logpath, logpath, fakedir, fakedir, fakedir);
-	fclose(f);
-	chmod(path, 0755);
+	snprintf(script, sizeof(script),
+	         "#!/bin/sh\n"
+	         "printf '%%s\\n' \"$*\" >> %s\n"
+	         "[ -n \"$SBX_LEAK\" ] && echo CLIENT-ENV-LEAK >> %s\n"
+	         "case \"$1\" in\n"
+	         "  info) exit 0 ;;\n"
+	         "  container) [ -e %s/running ] && { echo true; exit 0; }; exit 1 ;;\n"
+	         "  run) touch %s/running; echo 0123456789ab; exit 0 ;;\n"
+	         /* a stand-in engine: the program arrives on stdin of sh -s, in the workdir */
+	         "  exec) exec /bin/sh -s ;;\n"
+	         "  rm) rm -f %s/running; exit 0 ;;\n"
+	         "esac\nexit 2\n",
+	         logpath, logpath, fakedir, fakedir, fakedir);
+	cr_assert_eq(sbx_fake_program(fakedir, "docker", script, path, sizeof(path)), 0);
 	memset(&d, 0, sizeof(d));
 	snprintf(d.docker, sizeof(d.docker), "%s", path);
 	cr_assert_eq(sbxd_start(&d), 0, "sbxd did not start");

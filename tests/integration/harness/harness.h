@@ -100,6 +100,10 @@ void sbx_it_fini(void);
 
 /* Print "SKIP: bwrap not installed" and skip the current test when bwrap is missing. */
 void sbx_require_bwrap(void);
+/* Write an executable (0755) shell script `dir/name` with the given body; dir is made
+ * 0755 so a jail uid can run it too. Fills path (the script's path). 0 or -errno. */
+int sbx_fake_program(const char *dir, const char *name, const char *script, char *path,
+                     size_t pathsz);
 
 /* POST /sandboxes with `json` (NULL = {"name":"t"}); the new id copied into ret_id.
  * Fails the current test (with the response) when creation does not succeed. */

@@ -1,3 +1,4 @@
+#include <sys/stat.h>
 /* Request builders and a background request, shared by the integration tests. */
 #include <errno.h>
 #include <pthread.h>
@@ -85,4 +86,20 @@ struct http_resp bg_req_join(struct bg_req *b)
 	struct http_resp r = b->resp;
 	memset(&b->resp, 0, sizeof(b->resp));
 	return r;
+}
+
+int sbx_fake_program(const char *dir, const char *name, const char *script, char *path,
+                     size_t pathsz)
+{
+	FILE *f;
+	if (chmod(dir, 0755) < 0)
+		return -errno;
+	if ((size_t)snprintf(path, pathsz, "%s/%s", dir, name) >= pathsz)
+		return -ENAMETOOLONG;
+	if (!(f = fopen(path, "w")))
+		return -errno;
+	fputs(script, f);
+	if (fclose(f) != 0 || chmod(path, 0755) < 0)
+		return -errno;
+	return 0;
 }
