@@ -17,6 +17,7 @@
 #include "json.h"
 #include "log.h"
 #include "ops.h"
+#include "schema.h"
 #include "util.h"
 
 #define MCP_SESSIONS_MAX 256 /* the oldest is evicted past this */
@@ -33,31 +34,6 @@ static uint64_t session_seq;
 
 /* ---- tools --------------------------------------------------------------------- */
 
-#define S_STR  "{\"type\":\"string\"}"
-#define S_INT  "{\"type\":\"integer\",\"minimum\":0}"
-#define S_BOOL "{\"type\":\"boolean\"}"
-#define S_PORTS "{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}"
-#define SPEC_PROPS                                                                                 \
-	"\"name\":" S_STR ",\"backend\":{\"type\":\"string\",\"enum\":[\"direct\",\"docker\"]},"   \
-	"\"fsMode\":{\"type\":\"string\",\"enum\":[\"strict\",\"allowlist\",\"open\"]},"             \
-	"\"readPaths\":{\"type\":\"array\",\"items\":" S_STR "},\"network\":" S_BOOL ","           \
-	"\"ports\":{\"type\":\"object\",\"properties\":{\"listen\":" S_PORTS ",\"connect\":" S_PORTS \
-	",\"loopback\":" S_PORTS "}},"                                                             \
-	"\"env\":{\"type\":\"object\",\"additionalProperties\":" S_STR "},"                        \
-	"\"limits\":{\"type\":\"object\",\"properties\":{\"timeoutMs\":" S_INT ",\"memoryMb\":" S_INT \
-	",\"pids\":" S_INT ",\"outputBytes\":" S_INT "}},\"tracing\":" S_BOOL ",\"image\":" S_STR
-#define OUT_SANDBOX                                                                                \
-	"{\"type\":\"object\",\"properties\":{\"id\":" S_STR ",\"name\":" S_STR                    \
-	",\"fsMode\":" S_STR ",\"network\":" S_BOOL ",\"workdir\":" S_STR ",\"createdAt\":" S_STR \
-	"},\"required\":[\"id\",\"name\"]}"
-#define OUT_RUN                                                                                    \
-	"{\"type\":\"object\",\"properties\":{\"id\":" S_STR ",\"sandboxId\":" S_STR               \
-	",\"exitCode\":{\"type\":[\"integer\",\"null\"]},\"signal\":{\"type\":[\"integer\",\"null\"]}," \
-	"\"timedOut\":" S_BOOL ",\"stdout\":" S_STR ",\"stderr\":" S_STR                           \
-	",\"stdoutTruncated\":" S_BOOL ",\"stderrTruncated\":" S_BOOL ",\"durationMs\":" S_INT    \
-	",\"isolation\":" S_STR ",\"entrance\":" S_STR "},"                                        \
-	"\"required\":[\"id\",\"stdout\",\"stderr\",\"timedOut\",\"isolation\"]}"
-
 struct mcp_tool {
 	const char *name, *description, *input, *output;
 	enum op_kind kind;
@@ -71,7 +47,7 @@ static const struct mcp_tool tools[] = {
 	  "\"docker\":{\"type\":\"object\"}}}",
 	  OP_CAPS, false },
 	{ "sbx_create", "Create a sandbox: a persistent workspace with a fence.",
-	  "{\"type\":\"object\",\"properties\":{" SPEC_PROPS "},\"required\":[\"name\"]}", OUT_SANDBOX,
+	  "{\"type\":\"object\",\"properties\":{" SCHEMA_SBX_SPEC_PROPS "},\"required\":[\"name\"]}", SCHEMA_SANDBOX,
 	  OP_SBX_CREATE, false },
 	{ "sbx_list", "List the sandboxes.", "{\"type\":\"object\",\"properties\":{}}",
 	  "{\"type\":\"object\",\"properties\":{\"sandboxes\":{\"type\":\"array\"},\"count\":" S_INT
@@ -79,11 +55,11 @@ static const struct mcp_tool tools[] = {
 	  OP_SBX_LIST, false },
 	{ "sbx_get", "Show one sandbox and its settings.",
 	  "{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR "},\"required\":[\"sandboxId\"]}",
-	  OUT_SANDBOX, OP_SBX_GET, true },
+	  SCHEMA_SANDBOX, OP_SBX_GET, true },
 	{ "sbx_update", "Change a sandbox's settings; they apply from the next run.",
-	  "{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR "," SPEC_PROPS
+	  "{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR "," SCHEMA_SBX_SPEC_PROPS
 	  "},\"required\":[\"sandboxId\"]}",
-	  OUT_SANDBOX, OP_SBX_UPDATE, true },
+	  SCHEMA_SANDBOX, OP_SBX_UPDATE, true },
 	{ "sbx_delete", "Delete a sandbox and its workdir.",
 	  "{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR "},\"required\":[\"sandboxId\"]}",
 	  "{\"type\":\"object\",\"properties\":{\"id\":" S_STR ",\"deleted\":" S_BOOL "}}",
@@ -92,7 +68,7 @@ static const struct mcp_tool tools[] = {
 	  "{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR
 	  ",\"language\":{\"type\":\"string\",\"enum\":[\"sh\",\"python\",\"node\"]},\"code\":" S_STR
 	  ",\"stdin\":" S_STR ",\"timeoutMs\":" S_INT "},\"required\":[\"sandboxId\",\"code\"]}",
-	  OUT_RUN, OP_RUN, true },
+	  SCHEMA_RUN, OP_RUN, true },
 	{ "sbx_runs", "The run history of a sandbox, newest first.",
 	  "{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR "},\"required\":[\"sandboxId\"]}",
 	  "{\"type\":\"object\",\"properties\":{\"runs\":{\"type\":\"array\"},\"count\":" S_INT
@@ -116,7 +92,7 @@ static const struct mcp_tool tools[] = {
 	              "one named \"shell\".",
 	  "{\"type\":\"object\",\"properties\":{\"code\":" S_STR ",\"sandboxId\":" S_STR
 	  ",\"timeoutMs\":" S_INT "},\"required\":[\"code\"]}",
-	  OUT_RUN, OP_EXEC, false },
+	  SCHEMA_RUN, OP_EXEC, false },
 };
 
 /* ---- JSON-RPC replies ---------------------------------------------------------------- */
