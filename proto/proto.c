@@ -114,6 +114,14 @@ static int encode_field(struct wbuf *w, const struct proto_field *f, const uint8
 			return r;
 		return uv->n ? w_put(w, uv->v, (size_t)uv->n * sizeof(uint32_t)) : 0;
 	}
+	case PK_BYTES: {
+		const struct proto_bytes *b = at;
+		if (b->len > f->limit || (b->len && !b->p))
+			return -EINVAL;
+		if ((r = w_u32(w, b->len)) < 0)
+			return r;
+		return b->len ? w_put(w, b->p, b->len) : 0;
+	}
 	}
 	return -EINVAL;
 }
@@ -222,6 +230,15 @@ static int decode_field(struct rbuf *r, const struct proto_field *f, uint8_t *ba
 		uv->n = n;
 		return n ? r_get(r, uv->v, (size_t)n * sizeof(uint32_t)) : 0;
 	}
+	case PK_BYTES: {
+		struct proto_bytes *bv = at;
+		if (r_get(r, &n, sizeof(n)) < 0 || n > f->limit || n > r->len - r->off)
+			return -EBADMSG;
+		if (n && !(bv->p = malloc(n)))
+			return -ENOMEM;
+		bv->len = n;
+		return n ? r_get(r, bv->p, n) : 0;
+	}
 	}
 	return -EBADMSG;
 }
@@ -283,6 +300,10 @@ void proto_msg_clear(uint32_t type, void *msg)
 		case PK_U32V:
 			proto_u32v_clear(at);
 			break;
+		case PK_BYTES:
+			free(((struct proto_bytes *)at)->p);
+			*(struct proto_bytes *)at = (struct proto_bytes){ 0, NULL };
+			break;
 		default:
 			break;
 		}
@@ -333,6 +354,9 @@ int proto_msg_print(uint32_t type, uint32_t id, const void *msg, char *buf, size
 			break;
 		case PK_U32V:
 			APPEND("[%u numbers]", ((const struct proto_u32v *)at)->n);
+			break;
+		case PK_BYTES:
+			APPEND("<%u bytes>", ((const struct proto_bytes *)at)->len);
 			break;
 		}
 	}

@@ -27,8 +27,13 @@ struct proto_u32v {
 	uint32_t n;
 	uint32_t *v;
 };
+/* Binary-safe bytes (stream chunks): may contain NUL, are not terminated. */
+struct proto_bytes {
+	uint32_t len;
+	uint8_t *p;
+};
 
-enum proto_kind { PK_U32, PK_U64, PK_BOOL, PK_ENUM, PK_STR, PK_STRV, PK_U32V };
+enum proto_kind { PK_U32, PK_U64, PK_BOOL, PK_ENUM, PK_STR, PK_STRV, PK_U32V, PK_BYTES };
 
 /* C type of each kind */
 #define PROTO_CTYPE_U32  uint32_t
@@ -38,6 +43,7 @@ enum proto_kind { PK_U32, PK_U64, PK_BOOL, PK_ENUM, PK_STR, PK_STRV, PK_U32V };
 #define PROTO_CTYPE_STR  char *
 #define PROTO_CTYPE_STRV struct proto_strv
 #define PROTO_CTYPE_U32V struct proto_u32v
+#define PROTO_CTYPE_BYTES struct proto_bytes
 
 /* enum proto_type: MSG_HELLO = 2, ... */
 #define PROTO_X_ENUM(NAME, NUM, FDP, SENDERS, FIELDS) MSG_##NAME = NUM,

@@ -14,11 +14,12 @@
  *   STR              maximum length, bytes   u32 length, bytes, one NUL; no NUL inside
  *   STRV             maximum count           u32 count, then that many STR (each <= PROTO_STR_MAX)
  *   U32V             maximum count           u32 count, then that many u32
+ *   BYTES            maximum length, bytes   u32 length, then that many bytes (NUL allowed)
  */
 #ifndef SBX_PROTO_MSGS_H
 #define SBX_PROTO_MSGS_H
 
-#define PROTO_VERSION 1
+#define PROTO_VERSION 2
 
 /* Limits, each a named constant with a test at and past it (tests/unit/test_proto.c). */
 #define PROTO_MSG_MAX    65536u /* whole packet, header included */
@@ -28,6 +29,12 @@
 #define PROTO_CODE_MAX   60000u /* program text carried inline in RUN / EXEC */
 #define PROTO_LIST_MAX   256u   /* entries of a STRV / U32V */
 #define PROTO_TEXT_MAX   60000u /* profile text */
+
+/* Streams (proto_stream.h): data larger than a packet, or data that arrives over time,
+ * travels as numbered chunks of one stream; at most PROTO_STREAM_WINDOW chunks are in
+ * flight unacknowledged, so a fast producer waits instead of growing a queue. */
+#define PROTO_STREAM_CHUNK_MAX 32768u /* data bytes in one STREAM_DATA */
+#define PROTO_STREAM_WINDOW    8u     /* chunks sent and not yet acknowledged */
 
 /* Process roles: allowed-sender bitmasks in the dispatch tables. */
 #define ROLE_SBXD     0x1u
@@ -56,6 +63,13 @@ enum proto_entrance {
 	ENTRANCE_MAX_ = ENTRANCE_SCHEDULER
 };
 enum proto_backend { BACKEND_DIRECT = 0, BACKEND_DOCKER, BACKEND_MAX_ = BACKEND_DOCKER };
+/* What a stream chunk carries: a run's stdout or stderr, or plain data (files, logs). */
+enum proto_stream_chan {
+	STREAM_STDOUT = 0,
+	STREAM_STDERR,
+	STREAM_DATA,
+	STREAM_CHAN_MAX_ = STREAM_DATA
+};
 
 /* Bits of SBX_UPDATE.set_mask: which spec fields the update carries. */
 enum sbx_field_bit {
@@ -239,6 +253,27 @@ enum sbx_field_bit {
 	F(S, STR, text, PROTO_TEXT_MAX)                                                               \
 	F(S, STR, note, PROTO_STR_MAX)
 
+/* Streams. The opener picks the stream id (for a run's output: the id of the RUN request
+ * that asked for it) and the ids are unique per channel while open. Chunks are numbered
+ * from 0 without gaps; ACK carries how many chunks the receiver has consumed so far;
+ * END carries how many chunks were sent, so a lost one is noticed, and a status (0 or a
+ * PERR_*); CANCEL, from either side, means the other side should stop. All are events
+ * (header id 0). */
+#define MSG_STREAM_DATA_FIELDS(F, S)                                                                  \
+	F(S, U32, stream, 0)                                                                          \
+	F(S, U32, seq, 0)                                                                             \
+	F(S, ENUM, chan, STREAM_CHAN_MAX_)                                                            \
+	F(S, BYTES, data, PROTO_STREAM_CHUNK_MAX)
+#define MSG_STREAM_ACK_FIELDS(F, S)                                                                   \
+	F(S, U32, stream, 0)                                                                          \
+	F(S, U32, consumed, 0)
+#define MSG_STREAM_END_FIELDS(F, S)                                                                   \
+	F(S, U32, stream, 0)                                                                          \
+	F(S, U32, chunks, 0)                                                                          \
+	F(S, U32, status, 0)                                                                          \
+	F(S, STR, message, PROTO_STR_MAX)
+#define MSG_STREAM_CANCEL_FIELDS(F, S) F(S, U32, stream, 0)
+
 /* ---- the message table ------------------------------------------------------------ */
 /*        NAME         num  fd policy          senders                       fields       */
 #define PROTO_MESSAGES(X)                                                                          \
@@ -272,6 +307,10 @@ enum sbx_field_bit {
 	X(MOUNT_ADD, 38, PROTO_FD_NONE, ROLE_API, MSG_MOUNT_ADD_FIELDS)                            \
 	X(MOUNT_DEL, 40, PROTO_FD_NONE, ROLE_API, MSG_MOUNT_DEL_FIELDS)                            \
 	X(PROFILE_GET, 42, PROTO_FD_NONE, ROLE_API, MSG_SBX_ID_FIELDS)                             \
-	X(PROFILE_REP, 43, PROTO_FD_NONE, ROLE_LAUNCHER, MSG_PROFILE_REP_FIELDS)
+	X(PROFILE_REP, 43, PROTO_FD_NONE, ROLE_LAUNCHER, MSG_PROFILE_REP_FIELDS)                   \
+	X(STREAM_DATA, 60, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_API, MSG_STREAM_DATA_FIELDS)        \
+	X(STREAM_ACK, 62, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_API, MSG_STREAM_ACK_FIELDS)          \
+	X(STREAM_END, 64, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_API, MSG_STREAM_END_FIELDS)          \
+	X(STREAM_CANCEL, 66, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_API, MSG_STREAM_CANCEL_FIELDS)
 
 #endif
