@@ -449,8 +449,8 @@ int json_parse_sbx_spec(yajl_val obj, struct msg_SBX_UPDATE *out, char *errmsg, 
 	return 0;
 }
 
-static int parse_code(yajl_val obj, const char *key, bool required, char **dst, char *errmsg,
-                      size_t errlen)
+static int parse_code(yajl_val obj, const char *key, bool required, size_t max, char **dst,
+                      char *errmsg, size_t errlen)
 {
 	const char *s;
 	int r = json_get_str(obj, key, &s);
@@ -461,8 +461,8 @@ static int parse_code(yajl_val obj, const char *key, bool required, char **dst, 
 	}
 	if (r < 0)
 		BAD("%s: must be a string", key);
-	if (strlen(s) > PROTO_CODE_MAX) {
-		snprintf(errmsg, errlen, "%s: longer than %u bytes", key, PROTO_CODE_MAX);
+	if (strlen(s) > max) {
+		snprintf(errmsg, errlen, "%s: at most %zu bytes", key, max);
 		return -E2BIG;
 	}
 	if (!(*dst = strdup(s)))
@@ -490,9 +490,9 @@ int json_parse_run(yajl_val obj, struct msg_RUN *out, char *errmsg, size_t errle
 	} else if (r == -EINVAL) {
 		BAD("language: must be a string");
 	}
-	if ((r = parse_code(obj, "code", true, &out->code, errmsg, errlen)) < 0)
+	if ((r = parse_code(obj, "code", true, PROTO_RUN_CODE_MAX, &out->code, errmsg, errlen)) < 0)
 		return r;
-	if ((r = parse_code(obj, "stdin", false, &out->stdin_data, errmsg, errlen)) < 0)
+	if ((r = parse_code(obj, "stdin", false, PROTO_RUN_STDIN_MAX, &out->stdin_data, errmsg, errlen)) < 0)
 		return r;
 	if (json_get_u32(obj, "timeoutMs", &out->timeout_ms) == -EINVAL)
 		BAD("timeoutMs: must be a non-negative integer");
@@ -506,7 +506,7 @@ int json_parse_exec(yajl_val obj, struct msg_EXEC *out, char *errmsg, size_t err
 
 	if (!obj || !YAJL_IS_OBJECT(obj))
 		BAD("the body must be a JSON object");
-	if ((r = parse_code(obj, "code", true, &out->code, errmsg, errlen)) < 0)
+	if ((r = parse_code(obj, "code", true, PROTO_RUN_CODE_MAX, &out->code, errmsg, errlen)) < 0)
 		return r;
 	if ((r = dup_str(obj, "sandboxId", PROTO_ID_MAX, &out->sandbox_id, &has, errmsg, errlen)) < 0)
 		return r;

@@ -11,7 +11,9 @@
 #include "proto.h"
 
 #define JSON_DEPTH_MAX 32         /* nesting deeper than this is refused before yajl_tree */
-#define JSON_BODY_MAX  (1u << 20) /* bytes, as evhttp_set_max_body_size */
+/* bytes, as evhttp_set_max_body_size: room for a run's code and stdin at their documented
+ * maxima (PROTO_RUN_CODE_MAX + PROTO_RUN_STDIN_MAX) with JSON escaping */
+#define JSON_BODY_MAX  (4u << 20)
 
 /* 0 if buf nests at most JSON_DEPTH_MAX arrays/objects (strings skipped), else -E2BIG. */
 int json_depth_check(const char *buf, size_t len);

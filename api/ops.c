@@ -323,7 +323,7 @@ static int start_stub(struct op *o, const struct op_args *a, char *why, size_t w
 			m.entrance = a->entrance;
 			free(m.sandbox_id);
 			m.sandbox_id = strdup(a->id);
-			r = m.sandbox_id ? stub_run(&m, on_single, o) : -ENOMEM;
+			r = m.sandbox_id ? stub_run(&m, NULL, on_single, o, NULL) : -ENOMEM;
 		}
 		proto_msg_clear(MSG_RUN, &m);
 		return r;
@@ -372,7 +372,7 @@ static int start_stub(struct op *o, const struct op_args *a, char *why, size_t w
 		struct msg_EXEC m = { 0 };
 		if ((r = json_parse_exec(a->body, &m, why, whysz)) == 0) {
 			m.entrance = a->entrance;
-			r = stub_exec(&m, on_single, o);
+			r = stub_exec(&m, NULL, on_single, o, NULL);
 		}
 		proto_msg_clear(MSG_EXEC, &m);
 		return r;

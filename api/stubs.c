@@ -2,12 +2,16 @@
 #include "stubs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "api.h"
 #include "cleanup.h"
+#include "proto_stream.h"
+#include "util.h"
 
 struct pending {
 	bool used;
@@ -17,6 +21,8 @@ struct pending {
 	uint32_t item;      /* list requests: the item type, until LIST_END; else 0 */
 	stub_cb cb;
 	void *arg;
+	stub_stream_cb scb; /* a streamed run: its output chunks, as they come */
+	struct proto_stream_rx rx;
 };
 
 static struct pending pending[STUB_PENDING_MAX];
@@ -58,25 +64,39 @@ void stubs_fail_chan(struct proto_chan *ch, const char *why)
 			fail(&pending[i], PERR_ENGINE_UNAVAILABLE, why);
 }
 
-static int send_req(struct proto_chan *ch, uint32_t type, const void *msg, uint32_t reply,
-                    uint32_t item, stub_cb cb, void *arg)
+static struct pending *pending_slot(void)
 {
-	if (!ch || !proto_chan_ready(ch))
-		return -ENOTCONN;
-	if (npending >= STUB_PENDING_MAX)
-		return -EBUSY;
-	struct pending *p = NULL;
-	for (size_t i = 0; i < STUB_PENDING_MAX && !p; i++)
+	for (size_t i = 0; i < STUB_PENDING_MAX; i++)
 		if (!pending[i].used)
-			p = &pending[i];
-	uint32_t id = proto_chan_next_id(ch);
-	int r = proto_chan_send(ch, type, id, msg, -1);
-	if (r < 0)
+			return &pending[i];
+	return NULL;
+}
+
+/* Send a request with a given id (taking fd) and wait for its reply. */
+static int send_req_fd(struct proto_chan *ch, uint32_t id, uint32_t type, const void *msg,
+                       int fd, uint32_t reply, uint32_t item, stub_cb cb, void *arg)
+{
+	struct pending *p;
+	int r;
+	if (!ch || !proto_chan_ready(ch) || npending >= STUB_PENDING_MAX || !(p = pending_slot())) {
+		if (fd >= 0)
+			close(fd);
+		return !ch || !proto_chan_ready(ch) ? -ENOTCONN : -EBUSY;
+	}
+	if ((r = proto_chan_send(ch, type, id, msg, fd)) < 0)
 		return r;
 	*p = (struct pending){ .used = true, .ch = ch, .id = id, .reply = reply, .item = item,
 		               .cb = cb, .arg = arg };
 	npending++;
 	return 0;
+}
+
+static int send_req(struct proto_chan *ch, uint32_t type, const void *msg, uint32_t reply,
+                    uint32_t item, stub_cb cb, void *arg)
+{
+	if (!ch || !proto_chan_ready(ch))
+		return -ENOTCONN;
+	return send_req_fd(ch, proto_chan_next_id(ch), type, msg, -1, reply, item, cb, arg);
 }
 
 /* RUN_REP output: stdout_len bytes then stderr_len bytes of a memfd, bounded. */
@@ -115,8 +135,59 @@ static int read_output(int fd, const struct msg_RUN_REP *r, char **ret_out, char
 	return 0;
 }
 
+/* STREAM_DATA / STREAM_END of a streamed run: the stream id is its request's id. A chunk
+ * out of order or past the window is the launcher breaking the protocol: the stream is
+ * cancelled and the run's final reply still comes. */
+static void stream_dispatch(struct proto_chan *ch, const struct proto_hdr *hdr, void *msg)
+{
+	uint32_t sid = hdr->type == MSG_STREAM_DATA ? ((struct msg_STREAM_DATA *)msg)->stream
+	                                            : ((struct msg_STREAM_END *)msg)->stream;
+	struct pending *p = pending_find(ch, sid);
+	if (!p || !p->scb)
+		return; /* cancelled or finished: late chunks are dropped */
+	if (hdr->type == MSG_STREAM_END) {
+		proto_stream_rx_end(&p->rx, msg);
+		return;
+	}
+	const struct msg_STREAM_DATA *d = msg;
+	if (proto_stream_rx_data(&p->rx, d) < 0) {
+		proto_stream_rx_cancel(&p->rx);
+		p->scb = NULL;
+		return;
+	}
+	p->scb(d->chan, d->data.p, d->data.len, p->arg);
+}
+
+static struct pending *stream_pending(uint32_t stream)
+{
+	struct pending *p = pending_find(API->launcher, stream);
+	return p && p->scb ? p : NULL;
+}
+
+void stub_stream_ack(uint32_t stream)
+{
+	struct pending *p = stream_pending(stream);
+	if (p)
+		proto_stream_rx_ack(&p->rx);
+}
+
+void stub_stream_cancel(uint32_t stream)
+{
+	struct pending *p = stream_pending(stream);
+	if (p) {
+		proto_stream_rx_cancel(&p->rx);
+		p->scb = NULL;
+	}
+}
+
 void stubs_dispatch(struct proto_chan *ch, const struct proto_hdr *hdr, void *msg, int fd)
 {
+	if (hdr->type == MSG_STREAM_DATA || hdr->type == MSG_STREAM_END) {
+		if (fd >= 0)
+			close(fd);
+		stream_dispatch(ch, hdr, msg);
+		return;
+	}
 	_cleanup_close_ int mfd = fd;
 	struct pending *p = pending_find(ch, hdr->id);
 	if (!p)
@@ -212,14 +283,80 @@ int stub_sandbox_delete(const char *id, stub_cb cb, void *arg)
 	return send_req(API->launcher, MSG_SBX_DELETE, &m, MSG_OK, 0, cb, arg);
 }
 
-int stub_run(const struct msg_RUN *m, stub_cb cb, void *arg)
+/* A sealed memfd holding a then b: the launcher checks the seals, so what it validated is
+ * what it runs. */
+static int input_memfd(const char *a, size_t alen, const char *b, size_t blen, int *ret_fd)
 {
-	return send_req(API->launcher, MSG_RUN, m, MSG_RUN_REP, 0, cb, arg);
+	_cleanup_close_ int fd = memfd_create("sbx-run-input", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	int r;
+	if (fd < 0)
+		return -errno;
+	if ((r = write_all(fd, a, alen)) < 0 || (r = write_all(fd, b, blen)) < 0)
+		return r;
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+		return -errno;
+	*ret_fd = fd;
+	fd = -1;
+	return 0;
 }
 
-int stub_exec(const struct msg_EXEC *m, stub_cb cb, void *arg)
+/* The common half of RUN and EXEC: inline or memfd, stream or not. */
+static int send_run(uint32_t type, void *m, char **code, char **stdin_data, uint64_t *code_len,
+                    uint64_t *stdin_len, uint32_t *stream, stub_stream_cb scb, stub_cb cb,
+                    void *arg, uint32_t *ret_stream)
 {
-	return send_req(API->launcher, MSG_EXEC, m, MSG_RUN_REP, 0, cb, arg);
+	struct proto_chan *ch = API->launcher;
+	size_t clen = *code ? strlen(*code) : 0, slen = stdin_data && *stdin_data ? strlen(*stdin_data) : 0;
+	char *keep_code = *code, *keep_stdin = stdin_data ? *stdin_data : NULL;
+	int fd = -1, r;
+	uint32_t id;
+
+	if (clen > PROTO_RUN_CODE_MAX || slen > PROTO_RUN_STDIN_MAX)
+		return -E2BIG;
+	if (!ch || !proto_chan_ready(ch))
+		return -ENOTCONN;
+	if (clen + slen > STUB_RUN_INLINE_MAX) {
+		if ((r = input_memfd(*code, clen, keep_stdin ? keep_stdin : "", slen, &fd)) < 0)
+			return r;
+		*code = "";
+		if (stdin_data)
+			*stdin_data = "";
+		*code_len = clen;
+		if (stdin_len)
+			*stdin_len = slen;
+	}
+	id = proto_chan_next_id(ch);
+	*stream = scb ? id : 0;
+	r = send_req_fd(ch, id, type, m, fd, MSG_RUN_REP, 0, cb, arg);
+	*code = keep_code;
+	if (stdin_data)
+		*stdin_data = keep_stdin;
+	if (r < 0)
+		return r;
+	if (scb) {
+		struct pending *p = pending_find(ch, id);
+		p->scb = scb;
+		proto_stream_rx_init(&p->rx, ch, id);
+	}
+	if (ret_stream)
+		*ret_stream = *stream;
+	return 0;
+}
+
+int stub_run(const struct msg_RUN *m, stub_stream_cb scb, stub_cb cb, void *arg,
+             uint32_t *ret_stream)
+{
+	struct msg_RUN c = *m;
+	return send_run(MSG_RUN, &c, &c.code, &c.stdin_data, &c.code_len, &c.stdin_len, &c.stream,
+	                scb, cb, arg, ret_stream);
+}
+
+int stub_exec(const struct msg_EXEC *m, stub_stream_cb scb, stub_cb cb, void *arg,
+              uint32_t *ret_stream)
+{
+	struct msg_EXEC c = *m;
+	return send_run(MSG_EXEC, &c, &c.code, NULL, &c.code_len, NULL, &c.stream, scb, cb, arg,
+	                ret_stream);
 }
 
 int stub_runs_list(const char *sandbox_id, uint32_t limit, stub_cb cb, void *arg)

@@ -11,7 +11,10 @@
 struct proto_chan;
 
 #define STUB_PENDING_MAX    1024u        /* requests awaiting a reply */
-#define STUB_RUN_OUTPUT_MAX (16u << 20) /* bytes read from a RUN_REP memfd */
+/* bytes read from a RUN_REP memfd: both streams at the launcher's own per-stream cap */
+#define STUB_RUN_OUTPUT_MAX (2ull * PROTO_RUN_OUTPUT_MAX)
+/* code plus stdin up to this size go inline in the RUN message, larger in a memfd */
+#define STUB_RUN_INLINE_MAX (48u << 10)
 
 /* One reply. For list requests the callback runs once per item (final = false) and once
  * for LIST_END (final = true); otherwise once, final. On error, type = MSG_ERROR and
@@ -28,6 +31,10 @@ struct stub_reply {
 	size_t errout_len;
 };
 typedef void (*stub_cb)(const struct stub_reply *rep, void *arg);
+/* One chunk of a streamed run's output (chan: STREAM_STDOUT | STREAM_STDERR). The chunk is
+ * the sender's to resend only after stub_stream_ack() says it was consumed, so a consumer
+ * that acknowledges only what it has written out keeps memory bounded end to end. */
+typedef void (*stub_stream_cb)(uint32_t chan, const uint8_t *data, size_t len, void *arg);
 
 void stubs_init(void);
 /* The launcher channel went away: fail every request that waits on it. */
@@ -45,8 +52,19 @@ int stub_sandbox_get(const char *id, stub_cb cb, void *arg);
 int stub_sandbox_list(stub_cb cb, void *arg);
 int stub_sandbox_update(const struct msg_SBX_UPDATE *m, stub_cb cb, void *arg);
 int stub_sandbox_delete(const char *id, stub_cb cb, void *arg);
-int stub_run(const struct msg_RUN *m, stub_cb cb, void *arg);
-int stub_exec(const struct msg_EXEC *m, stub_cb cb, void *arg);
+/* Runs: code and stdin of any size up to the PROTO_RUN_*_MAX limits (the stub moves large
+ * ones into a sealed memfd; the caller fills code/stdin_data and leaves the *_len and fd
+ * business to it). With scb, the output also arrives as it is produced; *ret_stream (when
+ * not NULL) names the stream for stub_stream_ack / stub_stream_cancel. */
+int stub_run(const struct msg_RUN *m, stub_stream_cb scb, stub_cb cb, void *arg,
+             uint32_t *ret_stream);
+int stub_exec(const struct msg_EXEC *m, stub_stream_cb scb, stub_cb cb, void *arg,
+              uint32_t *ret_stream);
+/* Every chunk of the stream delivered so far has been consumed: let more come. */
+void stub_stream_ack(uint32_t stream);
+/* The consumer went away: the launcher stops streaming (the run itself goes on and is
+ * recorded; its final reply still reaches cb). */
+void stub_stream_cancel(uint32_t stream);
 int stub_runs_list(const char *sandbox_id, uint32_t limit, stub_cb cb, void *arg);
 int stub_mount_add(const struct msg_MOUNT_ADD *m, stub_cb cb, void *arg);
 int stub_mount_del(const char *sandbox_id, const char *target, stub_cb cb, void *arg);

@@ -27,6 +27,13 @@
 #define PROTO_ID_MAX     64u    /* sandbox / run ids */
 #define PROTO_NAME_MAX   128u   /* sandbox names */
 #define PROTO_CODE_MAX   60000u /* program text carried inline in RUN / EXEC */
+
+/* A run's input and output, the same limit for both processes. Code and stdin that do
+ * not fit inline travel in a sealed memfd; output travels in a memfd (RUN_REP) and, when
+ * asked for, as a stream while the run goes on. */
+#define PROTO_RUN_CODE_MAX   (1u << 20)  /* bytes of program text: 413 past this */
+#define PROTO_RUN_STDIN_MAX  (1u << 20)  /* bytes of stdin: 413 past this */
+#define PROTO_RUN_OUTPUT_MAX (64u << 20) /* bytes kept per output stream (limits.outputBytes) */
 #define PROTO_LIST_MAX   256u   /* entries of a STRV / U32V */
 #define PROTO_TEXT_MAX   60000u /* profile text */
 
@@ -197,19 +204,28 @@ enum sbx_field_bit {
 #define MSG_LIST_END_FIELDS(F, S) F(S, U32, count, 0)
 #define MSG_OK_FIELDS(F, S)       F(S, STR, id, PROTO_ID_MAX)
 
+/* code and stdin_data travel inline when they fit one packet; otherwise both are "" and
+ * the attached fd is a sealed memfd holding code_len bytes of code then stdin_len bytes of
+ * stdin. stream != 0 asks for the output as STREAM_DATA chunks of that stream id (the
+ * request's own id) while the run goes on; the RUN_REP still comes at the end. */
 #define MSG_RUN_FIELDS(F, S)                                                                          \
 	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
 	F(S, ENUM, language, LANG_MAX_)                                                               \
 	F(S, STR, code, PROTO_CODE_MAX)                                                               \
 	F(S, STR, stdin_data, PROTO_CODE_MAX)                                                         \
+	F(S, U64, code_len, 0)                                                                        \
+	F(S, U64, stdin_len, 0)                                                                       \
 	F(S, U32, timeout_ms, 0)                                                                      \
-	F(S, ENUM, entrance, ENTRANCE_MAX_)
+	F(S, ENUM, entrance, ENTRANCE_MAX_)                                                           \
+	F(S, U32, stream, 0)
 /* sandbox_id "" = the default sandbox named "shell". */
 #define MSG_EXEC_FIELDS(F, S)                                                                         \
 	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
 	F(S, STR, code, PROTO_CODE_MAX)                                                               \
+	F(S, U64, code_len, 0)                                                                        \
 	F(S, U32, timeout_ms, 0)                                                                      \
-	F(S, ENUM, entrance, ENTRANCE_MAX_)
+	F(S, ENUM, entrance, ENTRANCE_MAX_)                                                           \
+	F(S, U32, stream, 0)
 #define MSG_RUNS_LIST_FIELDS(F, S)                                                                    \
 	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
 	F(S, U32, limit, 0)
@@ -299,9 +315,9 @@ enum sbx_field_bit {
 	X(SBX_UPDATE, 26, PROTO_FD_NONE, ROLE_API, MSG_SBX_UPDATE_FIELDS)                          \
 	X(SBX_DELETE, 28, PROTO_FD_NONE, ROLE_API, MSG_SBX_ID_FIELDS)                              \
 	X(OK, 29, PROTO_FD_NONE, ROLE_LAUNCHER, MSG_OK_FIELDS)                                     \
-	X(RUN, 30, PROTO_FD_NONE, ROLE_API, MSG_RUN_FIELDS)                                        \
+	X(RUN, 30, PROTO_FD_OPTIONAL, ROLE_API, MSG_RUN_FIELDS)                                        \
 	X(RUN_REP, 31, PROTO_FD_OPTIONAL, ROLE_LAUNCHER, MSG_RUN_REP_FIELDS)                       \
-	X(EXEC, 32, PROTO_FD_NONE, ROLE_API, MSG_EXEC_FIELDS)                                      \
+	X(EXEC, 32, PROTO_FD_OPTIONAL, ROLE_API, MSG_EXEC_FIELDS)                                      \
 	X(RUNS_LIST, 34, PROTO_FD_NONE, ROLE_API, MSG_RUNS_LIST_FIELDS)                            \
 	X(RUN_GET, 36, PROTO_FD_NONE, ROLE_API, MSG_RUN_GET_FIELDS)                                \
 	X(MOUNT_ADD, 38, PROTO_FD_NONE, ROLE_API, MSG_MOUNT_ADD_FIELDS)                            \
