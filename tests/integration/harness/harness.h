@@ -16,7 +16,7 @@
 
 #include <yajl/yajl_tree.h>
 
-#define HTTP_RESP_MAX        (8u * 1024u * 1024u) /* a response larger than this is an error */
+#define HTTP_RESP_MAX        (96u * 1024u * 1024u) /* a response larger than this is an error */
 #define HTTP_HEAD_MAX        (64u * 1024u)        /* status line + headers */
 #define HTTP_EXTRA_HDRS_MAX  16u                  /* extra headers per request */
 #define HTTP_TIMEOUT_S       30                   /* SO_RCVTIMEO / SO_SNDTIMEO default */
