@@ -15,6 +15,6 @@ int http_start(struct api *A, const char *host, uint16_t port);
 void http_reply(struct evhttp_request *req, int status, const char *body, size_t len);
 void http_error(struct evhttp_request *req, enum proto_err e, const char *msg);
 int http_guard(struct evhttp_request *req);
-int http_body_json(struct evhttp_request *req, yajl_val *ret);
+int http_body_json(struct evhttp_request *req, yajl_val *ret, char *why, size_t whysz);
 
 #endif
