@@ -24,8 +24,6 @@
 #define HTTP_TIMEOUT_S       3700 /* longer than the longest run deadline (one hour) */
 #define HTTP_HEADERS_MAX     8192
 #define HTTP_PATH_MAX        1024
-#define HTTP_WHY_MAX         256  /* a reason in an error document */
-
 void http_reply(struct evhttp_request *req, int status, const char *body, size_t len)
 {
 	struct evbuffer *b = evbuffer_new();

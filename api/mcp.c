@@ -14,11 +14,11 @@
 #include <event2/keyvalq_struct.h>
 
 #include "api.h"
+#include "call.h"
+#include "cleanup.h"
 #include "http.h"
 #include "json.h"
 #include "log.h"
-#include "call.h"
-#include "cleanup.h"
 #include "opdoc.h"
 #include "ops.h"
 #include "util.h"
@@ -230,7 +230,7 @@ void mcp_handle(struct evhttp_request *req)
 	const char *sid = evhttp_find_header(in, "Mcp-Session-Id");
 	const char *method = NULL;
 	yajl_val body = NULL, idv, params;
-	char *id_json = NULL, why[256];
+	char *id_json = NULL, why[HTTP_WHY_MAX];
 	int r;
 
 	if (m == EVHTTP_REQ_DELETE) {

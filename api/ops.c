@@ -589,7 +589,7 @@ void op_start(const struct op_row *row, const struct op_args *a, op_done_fn done
 {
 	struct op *o = calloc(1, sizeof(*o));
 	const struct op_param *params[OP_PARAMS_MAX];
-	char why[256] = "";
+	char why[OP_WHY_MAX] = "";
 	int n, r;
 
 	if (!o) {

@@ -11,7 +11,8 @@
 
 #include "proto.h"
 
-#define OP_PARAMS_MAX 2 /* {placeholders} in one path pattern */
+#define OP_PARAMS_MAX 2   /* {placeholders} in one path pattern */
+#define OP_WHY_MAX    256 /* the reason a request is refused */
 
 struct op_args {
 	const char *id;     /* {id} of the route / sandboxId of the tool */
