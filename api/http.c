@@ -1,5 +1,6 @@
 /* The HTTP front door: evhttp with its limits set before binding, the checks every
- * request passes (Host, Origin, Content-Type, bearer token), and the REST routes. */
+ * request passes (Host, Origin, Content-Type, bearer token), and the REST door: a route
+ * from the operation table (route.c), then the shared call (call.c). */
 #include "http.h"
 
 #include <errno.h>
@@ -12,24 +13,18 @@
 #include <event2/keyvalq_struct.h>
 
 #include "api.h"
+#include "call.h"
+#include "cleanup.h"
 #include "json.h"
 #include "log.h"
 #include "mcp.h"
 #include "ops.h"
+#include "route.h"
+#include "sse.h"
 
 #define HTTP_TIMEOUT_S       3700 /* longer than the longest run deadline (one hour) */
 #define HTTP_HEADERS_MAX     8192
 #define HTTP_PATH_MAX        1024
-#define HTTP_PENDING_MAX     1024 /* requests waiting for the launcher */
-
-/* A request waiting for its answer. If the connection goes away first, req is cleared
- * and the answer is dropped. */
-struct http_wait {
-	struct evhttp_request *req;
-	struct evhttp_connection *conn;
-};
-static unsigned http_waiting;
-
 void http_reply(struct evhttp_request *req, int status, const char *body, size_t len)
 {
 	struct evbuffer *b = evbuffer_new();
@@ -69,27 +64,6 @@ static void http_error_status(struct evhttp_request *req, int status, const char
 	yajl_gen_free(g);
 	http_reply(req, status, doc, len);
 	free(doc);
-}
-
-static void wait_conn_closed(struct evhttp_connection *conn, void *arg)
-{
-	struct http_wait *w = arg;
-	w->req = NULL;
-}
-
-static void wait_done(void *arg, int status, char *body, size_t len)
-{
-	struct http_wait *w = arg;
-	http_waiting--;
-	if (w->req) {
-		evhttp_connection_set_closecb(w->conn, NULL, NULL);
-		if (body)
-			http_reply(w->req, status, body, len);
-		else
-			http_error(w->req, PERR_INTERNAL, "out of memory");
-	}
-	free(body);
-	free(w);
 }
 
 /* ---- the checks ------------------------------------------------------------------ */
@@ -171,167 +145,130 @@ int http_guard(struct evhttp_request *req)
 	return 0;
 }
 
-/* Parse the body (absent = NULL). 0, or answered. */
-int http_body_json(struct evhttp_request *req, yajl_val *ret)
+/* The one body reader of both doors. Absent = NULL. 0, -EMSGSIZE (too large), -EINVAL
+ * (not JSON, or nested too deep; why says which) or -ENOMEM; nothing is answered. */
+int http_body_json(struct evhttp_request *req, yajl_val *ret, char *why, size_t whysz)
 {
 	struct evbuffer *b = evhttp_request_get_input_buffer(req);
 	size_t len = evbuffer_get_length(b);
-	char err[256];
-	char *buf;
-	int r;
+	_cleanup_free_ char *buf = NULL;
 
 	*ret = NULL;
+	why[0] = '\0';
 	if (len == 0)
 		return 0;
 	if (len > JSON_BODY_MAX) {
-		http_error(req, PERR_PAYLOAD_TOO_LARGE, "the body is too large");
-		return -1;
+		snprintf(why, whysz, "the body is too large");
+		return -EMSGSIZE;
 	}
 	if (!(buf = malloc(len + 1))) {
-		http_error(req, PERR_INTERNAL, "out of memory");
-		return -1;
+		snprintf(why, whysz, "out of memory");
+		return -ENOMEM;
 	}
 	evbuffer_copyout(b, buf, len);
 	buf[len] = '\0';
-	r = json_parse(buf, len, ret, err, sizeof(err));
-	free(buf);
-	if (r < 0) {
-		http_error(req, PERR_INVALID_ARGUMENT, err[0] ? err : "malformed JSON");
-		return -1;
+	if (json_parse(buf, len, ret, why, whysz) < 0) {
+		if (!why[0])
+			snprintf(why, whysz, "malformed JSON");
+		return -EINVAL;
 	}
 	return 0;
 }
 
-/* ---- REST routing ------------------------------------------------------------------ */
+/* ---- REST ---------------------------------------------------------------------------- */
 
-/* Split "/api/sandbox/sandboxes/ID/runs/RID" into at most 6 segments. */
-static int split(char *path, char **seg, int max)
+/* The value of query parameter `name` (decoded by evhttp) copied into buf: 0, -ENOENT,
+ * -E2BIG. */
+static int query_param(struct evhttp_request *req, const char *name, char *buf, size_t bufsz)
 {
-	int n = 0;
-	for (char *p = strtok(path, "/"); p; p = strtok(NULL, "/")) {
-		if (n == max)
-			return -1;
-		seg[n++] = p;
-	}
-	return n;
-}
-
-static void method_not_allowed(struct evhttp_request *req)
-{
-	http_error_status(req, 405, "invalid_argument", "method not allowed on this route");
-}
-
-/* ?target=... of DELETE /mounts; decoded by evhttp, kept alive by the request */
-static const char *query_target(struct evhttp_request *req)
-{
-	static char target[PROTO_STR_MAX + 1];
 	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
 	const char *q = u ? evhttp_uri_get_query(u) : NULL;
 	struct evkeyvalq params;
 	const char *v;
+	int r = -ENOENT;
 	if (!q || evhttp_parse_query_str(q, &params) < 0)
-		return NULL;
-	v = evhttp_find_header(&params, "target");
-	if (v && strlen(v) <= PROTO_STR_MAX)
-		snprintf(target, sizeof(target), "%s", v);
+		return -ENOENT;
+	if ((v = evhttp_find_header(&params, name)))
+		r = strlen(v) < bufsz ? 0 : -E2BIG;
+	if (r == 0)
+		memcpy(buf, v, strlen(v) + 1);
 	evhttp_clear_headers(&params);
-	return v ? target : NULL;
+	return r;
 }
 
-static bool route(struct evhttp_request *req, enum evhttp_cmd_type m, char **s, int n,
-                  struct op_args *a)
+static void rest_answer(struct evhttp_request *req, const char *rpc_id, int status,
+                        const char *body, size_t len)
 {
-	bool get = m == EVHTTP_REQ_GET, post = m == EVHTTP_REQ_POST;
-#define WANT(cond, K)                                                                              \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			method_not_allowed(req);                                                   \
-			return false;                                                              \
-		}                                                                                  \
-		a->kind = K;                                                                       \
-		return true;                                                                       \
-	} while (0)
-	if (n == 1 && strcmp(s[0], "health") == 0)
-		WANT(get, OP_HEALTH);
-	if (n == 1 && strcmp(s[0], "caps") == 0)
-		WANT(get, OP_CAPS);
-	if (n == 2 && strcmp(s[0], "caps") == 0 && strcmp(s[1], "recheck") == 0)
-		WANT(post, OP_CAPS_RECHECK);
-	if (n == 1 && strcmp(s[0], "exec-policy") == 0) {
-		if (m == EVHTTP_REQ_PUT)
-			WANT(true, OP_POLICY_SET);
-		WANT(get, OP_POLICY_GET);
-	}
-	if (n == 1 && strcmp(s[0], "exec") == 0)
-		WANT(post, OP_EXEC);
-	if (n >= 1 && strcmp(s[0], "sandboxes") == 0) {
-		if (n == 1) {
-			if (post)
-				WANT(true, OP_SBX_CREATE);
-			WANT(get, OP_SBX_LIST);
-		}
-		a->id = s[1];
-		if (n == 2) {
-			if (m == EVHTTP_REQ_PATCH)
-				WANT(true, OP_SBX_UPDATE);
-			if (m == EVHTTP_REQ_DELETE)
-				WANT(true, OP_SBX_DELETE);
-			WANT(get, OP_SBX_GET);
-		}
-		if (n == 3 && strcmp(s[2], "mounts") == 0) {
-			if (post)
-				WANT(true, OP_MOUNT_ADD);
-			if (m == EVHTTP_REQ_DELETE) {
-				a->sub_id = query_target(req);
-				WANT(true, OP_MOUNT_DEL);
-			}
-			WANT(get, OP_MOUNTS_LIST);
-		}
-		if (n == 3 && strcmp(s[2], "profile") == 0)
-			WANT(get, OP_PROFILE);
-		if (n == 3 && strcmp(s[2], "runs") == 0) {
-			if (post)
-				WANT(true, OP_RUN);
-			WANT(get, OP_RUNS_LIST);
-		}
-		if (n == 4 && strcmp(s[2], "runs") == 0) {
-			a->sub_id = s[3];
-			WANT(get, OP_RUN_GET);
-		}
-	}
-#undef WANT
-	http_error(req, PERR_NOT_FOUND, "no such route");
-	return false;
+	if (body)
+		http_reply(req, status, body, len);
+	else
+		http_error(req, PERR_INTERNAL, "out of memory");
 }
+
+/* A streamed run (Accept: text/event-stream): "stdout"/"stderr" events {"data": text} as
+ * the output arrives, then "result" with the run (the body a plain reply would have had),
+ * or "error" with the error document. */
+static char *rest_chunk_event(const char *rpc_id, const char *token, uint64_t progress,
+                              uint32_t chan, const char *text, size_t len, const char **ret_name,
+                              size_t *ret_len)
+{
+	yajl_gen g = json_gen_new();
+	char *doc;
+	yajl_gen_map_open(g);
+	json_gen_key(g, "data");
+	json_gen_bytes(g, text, len);
+	yajl_gen_map_close(g);
+	doc = json_gen_dup(g, ret_len);
+	yajl_gen_free(g);
+	*ret_name = chan == STREAM_STDERR ? "stderr" : "stdout";
+	return doc;
+}
+
+static char *rest_final_event(const char *rpc_id, int status, const char *body, size_t len,
+                              const char **ret_name, size_t *ret_len)
+{
+	*ret_name = status < 400 ? "result" : "error";
+	*ret_len = len;
+	return strndup(body, len);
+}
+
+static const struct call_door rest_door = { rest_answer, rest_chunk_event, rest_final_event };
 
 static void rest_cb(struct evhttp_request *req, char *path)
 {
-	char *seg[6];
-	int n;
 	struct op_args a = { .entrance = ENTRANCE_REST };
-	struct http_wait *w;
+	const struct op_row *row = NULL;
+	char allow[ROUTE_ALLOW_MAX], why[HTTP_WHY_MAX], qv[PROTO_STR_MAX + 1];
 	yajl_val body = NULL;
+	int r;
 
-	n = split(path + strlen("/api/sandbox"), seg, 6);
-	if (n < 0) {
+	r = route_find(path + strlen("/api/sandbox"), evhttp_request_get_command(req), &row, &a,
+	               allow, sizeof(allow));
+	if (r == -EOPNOTSUPP) {
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", allow);
+		http_error_status(req, 405, "invalid_argument", "method not allowed on this route");
+		return;
+	}
+	if (r < 0) {
 		http_error(req, PERR_NOT_FOUND, "no such route");
 		return;
 	}
-	if (!route(req, evhttp_request_get_command(req), seg, n, &a))
-		return;
-	if (http_body_json(req, &body) < 0)
-		return;
-	a.body = body;
-	if (http_waiting >= HTTP_PENDING_MAX || !(w = calloc(1, sizeof(*w)))) {
-		yajl_tree_free(body);
-		http_error(req, PERR_ENGINE_UNAVAILABLE, "too many requests in flight");
+	if (row->query && (r = query_param(req, row->query, qv, sizeof(qv))) != -ENOENT) {
+		if (r < 0) {
+			snprintf(why, sizeof(why), "%s: at most %u bytes", row->query, PROTO_STR_MAX);
+			http_error(req, PERR_INVALID_ARGUMENT, why);
+			return;
+		}
+		a.query = qv;
+	}
+	if ((r = http_body_json(req, &body, why, sizeof(why))) < 0) {
+		http_error(req, r == -EMSGSIZE ? PERR_PAYLOAD_TOO_LARGE
+		                : r == -ENOMEM ? PERR_INTERNAL : PERR_INVALID_ARGUMENT,
+		           why);
 		return;
 	}
-	w->req = req;
-	w->conn = evhttp_request_get_connection(req);
-	evhttp_connection_set_closecb(w->conn, wait_conn_closed, w);
-	http_waiting++;
-	op_start(&a, wait_done, w);
+	a.body = body;
+	call_start(req, row, &a, &rest_door, NULL, sse_wanted(req) ? "" : NULL);
 	yajl_tree_free(body);
 }
 

@@ -1,6 +1,7 @@
 /* MCP over Streamable HTTP (protocol 2025-11-25): JSON-RPC on POST /mcp. The tools are
- * the REST operations (ops.c) by another name: same arguments, same stubs, and their
- * structuredContent is the REST response body. No tool changes the ExecPolicy. */
+ * the rows of the operation table (ops.c) that name one: same arguments, same stubs, the
+ * same waiting call and in-flight cap as REST, and their structuredContent is the REST
+ * response body. No tool changes the ExecPolicy. */
 #include "mcp.h"
 
 #include <errno.h>
@@ -13,11 +14,13 @@
 #include <event2/keyvalq_struct.h>
 
 #include "api.h"
+#include "call.h"
+#include "cleanup.h"
 #include "http.h"
 #include "json.h"
 #include "log.h"
+#include "opdoc.h"
 #include "ops.h"
-#include "schema.h"
 #include "util.h"
 
 #define MCP_SESSIONS_MAX 256 /* the oldest is evicted past this */
@@ -32,76 +35,7 @@ static struct {
 } sessions[MCP_SESSIONS_MAX];
 static uint64_t session_seq;
 
-/* ---- tools --------------------------------------------------------------------- */
-
-struct mcp_tool {
-	const char *name, *description, *input, *output;
-	enum op_kind kind;
-	bool takes_id;
-};
-
-static const struct mcp_tool tools[] = {
-	{ "sbx_caps", "What this machine can isolate: the capability probe (cached 20 s).",
-	  "{\"type\":\"object\",\"properties\":{}}",
-	  "{\"type\":\"object\",\"properties\":{\"direct\":{\"type\":\"object\"},"
-	  "\"docker\":{\"type\":\"object\"}}}",
-	  OP_CAPS, false },
-	{ "sbx_create", "Create a sandbox: a persistent workspace with a fence.",
-	  "{\"type\":\"object\",\"properties\":{" SCHEMA_SBX_SPEC_PROPS "},\"required\":[\"name\"]}", SCHEMA_SANDBOX,
-	  OP_SBX_CREATE, false },
-	{ "sbx_list", "List the sandboxes.", "{\"type\":\"object\",\"properties\":{}}",
-	  "{\"type\":\"object\",\"properties\":{\"sandboxes\":{\"type\":\"array\"},\"count\":" S_INT
-	  "},\"required\":[\"sandboxes\"]}",
-	  OP_SBX_LIST, false },
-	{ "sbx_get", "Show one sandbox and its settings.",
-	  "{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR "},\"required\":[\"sandboxId\"]}",
-	  SCHEMA_SANDBOX, OP_SBX_GET, true },
-	{ "sbx_update", "Change a sandbox's settings; they apply from the next run.",
-	  "{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR "," SCHEMA_SBX_SPEC_PROPS
-	  "},\"required\":[\"sandboxId\"]}",
-	  SCHEMA_SANDBOX, OP_SBX_UPDATE, true },
-	{ "sbx_delete", "Delete a sandbox and its workdir.",
-	  "{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR "},\"required\":[\"sandboxId\"]}",
-	  "{\"type\":\"object\",\"properties\":{\"id\":" S_STR ",\"deleted\":" S_BOOL "}}",
-	  OP_SBX_DELETE, true },
-	{ "sbx_run", "Run sh, python or node code inside a sandbox and return its output.",
-	  "{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR
-	  ",\"language\":{\"type\":\"string\",\"enum\":[\"sh\",\"python\",\"node\"]},\"code\":" S_STR
-	  ",\"stdin\":" S_STR ",\"timeoutMs\":" S_INT "},\"required\":[\"sandboxId\",\"code\"]}",
-	  SCHEMA_RUN, OP_RUN, true },
-	{ "sbx_runs", "The run history of a sandbox, newest first.",
-	  "{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR "},\"required\":[\"sandboxId\"]}",
-	  "{\"type\":\"object\",\"properties\":{\"runs\":{\"type\":\"array\"},\"count\":" S_INT
-	  "},\"required\":[\"runs\"]}",
-	  OP_RUNS_LIST, true },
-	{ "sbx_mount", "Make a host directory appear at <sandbox>/<target>, read-only unless "
-	               "readOnly is false. Credential dirs, system roots, home itself and the "
-	               "engine's data dir are refused.",
-	  "{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR ",\"source\":" S_STR
-	  ",\"target\":" S_STR ",\"readOnly\":" S_BOOL "},\"required\":[\"sandboxId\",\"source\",\"target\"]}",
-	  "{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR ",\"mounts\":{\"type\":\"array\"}},"
-	  "\"required\":[\"mounts\"]}",
-	  OP_MOUNT_ADD, true },
-	{ "sbx_unmount", "Remove the mount at target.",
-	  "{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR ",\"target\":" S_STR
-	  "},\"required\":[\"sandboxId\",\"target\"]}",
-	  "{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR ",\"mounts\":{\"type\":\"array\"}},"
-	  "\"required\":[\"mounts\"]}",
-	  OP_MOUNT_DEL, true },
-	{ "sbx_exec", "Run a shell command (the agent shell), in the given sandbox or the default "
-	              "one named \"shell\".",
-	  "{\"type\":\"object\",\"properties\":{\"code\":" S_STR ",\"sandboxId\":" S_STR
-	  ",\"timeoutMs\":" S_INT "},\"required\":[\"code\"]}",
-	  SCHEMA_RUN, OP_EXEC, false },
-};
-
 /* ---- JSON-RPC replies ---------------------------------------------------------------- */
-
-struct mcp_call {
-	struct evhttp_request *req;
-	struct evhttp_connection *conn;
-	char *id_json; /* the request's id, re-serialized */
-};
 
 static char *gen_value(yajl_val v)
 {
@@ -155,42 +89,80 @@ static void rpc_error(struct evhttp_request *req, int status, const char *id_jso
 	free(doc);
 }
 
-static void call_conn_closed(struct evhttp_connection *conn, void *arg)
+/* A tool's result document: the REST body as text and as structuredContent; 4xx/5xx =
+ * isError. Malloc'd, NULL when out of memory. */
+static char *tool_result_doc(const char *id_json, int status, const char *body, size_t len,
+                             size_t *ret_len)
 {
-	((struct mcp_call *)arg)->req = NULL;
+	yajl_gen g = json_gen_new();
+	size_t tlen;
+	_cleanup_free_ char *text = NULL;
+	char *doc = NULL;
+	int r = -1;
+
+	json_gen_bytes(g, body ? body : "{}", body ? len : 2);
+	text = json_gen_dup(g, &tlen);
+	yajl_gen_free(g);
+	if (text && body && status < 400)
+		r = asprintf(&doc,
+		             "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":"
+		             "\"text\",\"text\":%s}],\"structuredContent\":%.*s,\"isError\":false}}",
+		             id_json, text, (int)len, body);
+	else if (text)
+		r = asprintf(&doc,
+		             "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"content\":[{\"type\":"
+		             "\"text\",\"text\":%s}],\"isError\":true}}",
+		             id_json, text);
+	if (r < 0)
+		return NULL;
+	*ret_len = (size_t)r;
+	return doc;
 }
 
-/* A tool's answer: the REST body as text and as structuredContent; 4xx/5xx = isError. */
-static void tool_done(void *arg, int status, char *body, size_t len)
+static void tool_answer(struct evhttp_request *req, const char *id_json, int status,
+                        const char *body, size_t len)
 {
-	struct mcp_call *c = arg;
-	if (c->req) {
-		yajl_gen g = json_gen_new();
-		size_t tlen;
-		char *text, *result = NULL;
-		evhttp_connection_set_closecb(c->conn, NULL, NULL);
-		json_gen_bytes(g, body ? body : "{}", body ? len : 2);
-		text = json_gen_dup(g, &tlen);
-		yajl_gen_free(g);
-		if (text && status < 400)
-			asprintf(&result,
-			         "{\"content\":[{\"type\":\"text\",\"text\":%s}],\"structuredContent\":%s,"
-			         "\"isError\":false}",
-			         text, body);
-		else if (text)
-			asprintf(&result, "{\"content\":[{\"type\":\"text\",\"text\":%s}],\"isError\":true}",
-			         text);
-		if (result)
-			rpc_result(c->req, c->id_json, result);
-		else
-			http_error(c->req, PERR_INTERNAL, "out of memory");
-		free(text);
-		free(result);
-	}
-	free(body);
-	free(c->id_json);
-	free(c);
+	size_t dlen = 0;
+	_cleanup_free_ char *doc = tool_result_doc(id_json, status, body, len, &dlen);
+	if (doc)
+		http_reply(req, 200, doc, dlen);
+	else
+		http_error(req, PERR_INTERNAL, "out of memory");
 }
+
+/* With a progressToken, a run's output arrives as notifications/progress (progress =
+ * bytes so far, message = the text) on an event stream, and the result ends it. */
+static char *tool_chunk_event(const char *id_json, const char *token, uint64_t progress,
+                              uint32_t chan, const char *text, size_t len, const char **ret_name,
+                              size_t *ret_len)
+{
+	yajl_gen g = json_gen_new();
+	_cleanup_free_ char *msg = NULL;
+	size_t mlen;
+	char *doc = NULL;
+	int r;
+	json_gen_bytes(g, text, len);
+	msg = json_gen_dup(g, &mlen);
+	yajl_gen_free(g);
+	if (!msg)
+		return NULL;
+	r = asprintf(&doc,
+	             "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":"
+	             "{\"progressToken\":%s,\"progress\":%llu,\"message\":%s}}",
+	             token, (unsigned long long)progress, msg);
+	*ret_name = NULL;
+	*ret_len = r < 0 ? 0 : (size_t)r;
+	return r < 0 ? NULL : doc;
+}
+
+static char *tool_final_event(const char *id_json, int status, const char *body, size_t len,
+                              const char **ret_name, size_t *ret_len)
+{
+	*ret_name = NULL;
+	return tool_result_doc(id_json, status, body, len, ret_len);
+}
+
+static const struct call_door mcp_door = { tool_answer, tool_chunk_event, tool_final_event };
 
 /* ---- sessions ------------------------------------------------------------------------ */
 
@@ -259,50 +231,29 @@ static void m_initialize(struct evhttp_request *req, const char *id_json, yajl_v
 
 static void m_tools_list(struct evhttp_request *req, const char *id_json)
 {
-	struct evbuffer *b = evbuffer_new();
-	char *doc;
-	size_t len;
-	evbuffer_add_printf(b, "{\"tools\":[");
-	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++) {
-		yajl_gen g = json_gen_new();
-		char *desc;
-		json_gen_str(g, tools[i].description);
-		desc = json_gen_dup(g, &len);
-		yajl_gen_free(g);
-		evbuffer_add_printf(b, "%s{\"name\":\"%s\",\"description\":%s,\"inputSchema\":%s,"
-		                       "\"outputSchema\":%s}",
-		                    i ? "," : "", tools[i].name, desc ? desc : "\"\"", tools[i].input,
-		                    tools[i].output);
-		free(desc);
-	}
-	evbuffer_add_printf(b, "]}");
-	len = evbuffer_get_length(b);
-	doc = malloc(len + 1);
-	if (doc) {
-		evbuffer_copyout(b, doc, len);
-		doc[len] = '\0';
+	_cleanup_free_ char *doc = opdoc_tools_list(NULL);
+	if (doc)
 		rpc_result(req, id_json, doc);
-	}
-	free(doc);
-	evbuffer_free(b);
+	else
+		rpc_error(req, 500, id_json, -32603, "out of memory");
 }
 
+/* Arguments = the REST body's fields plus one per path placeholder (sandboxId for {id});
+ * a missing one binds "", which names nothing and is answered not_found. */
 static void m_tools_call(struct evhttp_request *req, const char *id_json, yajl_val params)
 {
-	const char *name = NULL, *sid = NULL;
-	const struct mcp_tool *t = NULL;
+	const char *name = NULL;
+	const struct op_row *row;
+	const struct op_param *pp[OP_PARAMS_MAX];
 	yajl_val args = json_get(params, "arguments");
 	struct op_args a = { .entrance = ENTRANCE_MCP };
-	struct mcp_call *c;
+	int n;
 
 	if (json_get_str(params, "name", &name) < 0) {
 		rpc_error(req, 200, id_json, -32602, "params.name: a tool name is required");
 		return;
 	}
-	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
-		if (strcmp(tools[i].name, name) == 0)
-			t = &tools[i];
-	if (!t) {
+	if (!(row = op_by_tool(name))) {
 		rpc_error(req, 200, id_json, -32602, "unknown tool");
 		return;
 	}
@@ -310,22 +261,19 @@ static void m_tools_call(struct evhttp_request *req, const char *id_json, yajl_v
 		rpc_error(req, 200, id_json, -32602, "params.arguments must be an object");
 		return;
 	}
-	if (t->takes_id && json_get_str(args, "sandboxId", &sid) < 0)
-		sid = "";
-	if (!t->takes_id && t->kind == OP_EXEC)
-		sid = NULL;
-	if (!(c = calloc(1, sizeof(*c))) || !(c->id_json = strdup(id_json))) {
-		free(c);
-		rpc_error(req, 500, id_json, -32603, "out of memory");
-		return;
+	n = op_row_params(row, pp, OP_PARAMS_MAX);
+	for (int i = 0; i < n; i++) {
+		const char *v = NULL;
+		if (json_get_str(args, pp[i]->tool_arg, &v) < 0)
+			v = "";
+		op_param_set(pp[i], &a, v);
 	}
-	c->req = req;
-	c->conn = evhttp_request_get_connection(req);
-	evhttp_connection_set_closecb(c->conn, call_conn_closed, c);
-	a.kind = t->kind;
-	a.id = sid;
 	a.body = args;
-	op_start(&a, tool_done, c);
+	/* a progressToken (string or integer) asks for progress notifications */
+	yajl_val tok = json_get(json_get(params, "_meta"), "progressToken");
+	_cleanup_free_ char *tok_json =
+	        tok && (YAJL_IS_STRING(tok) || YAJL_IS_INTEGER(tok)) ? gen_value(tok) : NULL;
+	call_start(req, row, &a, &mcp_door, id_json, tok_json);
 }
 
 void mcp_handle(struct evhttp_request *req)
@@ -335,7 +283,8 @@ void mcp_handle(struct evhttp_request *req)
 	const char *sid = evhttp_find_header(in, "Mcp-Session-Id");
 	const char *method = NULL;
 	yajl_val body = NULL, idv, params;
-	char *id_json = NULL;
+	char *id_json = NULL, why[HTTP_WHY_MAX];
+	int r;
 
 	if (m == EVHTTP_REQ_DELETE) {
 		if (!session_known(sid)) {
@@ -356,22 +305,12 @@ void mcp_handle(struct evhttp_request *req)
 		rpc_error(req, 400, NULL, -32700, "empty body");
 		return;
 	}
-	{
-		struct evbuffer *b = evhttp_request_get_input_buffer(req);
-		size_t len = evbuffer_get_length(b);
-		char err[256], *buf = malloc(len + 1);
-		if (!buf) {
-			rpc_error(req, 500, NULL, -32603, "out of memory");
-			return;
-		}
-		evbuffer_copyout(b, buf, len);
-		buf[len] = '\0';
-		if (json_parse(buf, len, &body, err, sizeof(err)) < 0) {
-			free(buf);
-			rpc_error(req, 400, NULL, -32700, err[0] ? err : "parse error");
-			return;
-		}
-		free(buf);
+	if ((r = http_body_json(req, &body, why, sizeof(why))) < 0) {
+		if (r == -ENOMEM)
+			rpc_error(req, 500, NULL, -32603, why);
+		else
+			rpc_error(req, r == -EMSGSIZE ? 413 : 400, NULL, -32700, why);
+		return;
 	}
 	if (!YAJL_IS_OBJECT(body) || json_get_str(body, "method", &method) < 0) {
 		rpc_error(req, 400, NULL, -32600,

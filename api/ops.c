@@ -1,23 +1,27 @@
-/* The operations both front doors offer. REST and MCP parse their framing, then call
- * op_start() with the same JSON arguments; each operation calls the same stub and builds
- * the same JSON body, so a rule enforced for one door holds for the other. */
+/* The operations both front doors offer, as one table (op_table below). REST and MCP parse
+ * their framing, find the row, then call op_start() with the same JSON arguments; each
+ * operation calls the same stub and builds the same JSON body, so a rule enforced for one
+ * door holds for the other. */
 #include "ops.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "api.h"
+#include "cleanup.h"
 #include "json.h"
+#include "opdoc.h"
+#include "schema.h"
 #include "stubs.h"
 #include "util.h"
 
-static void on_single(const struct stub_reply *rep, void *arg);
-
 struct op {
-	enum op_kind kind;
+	const struct op_row *row;
+	const char *list_key; /* list replies: "sandboxes" or "runs" */
 	op_done_fn done;
 	void *arg;
 	yajl_gen g;      /* list replies accumulate here */
@@ -25,6 +29,13 @@ struct op {
 	struct msg_STATUS_REP status; /* health: sbxd's answer, kept for the launcher's */
 	bool have_status;
 	struct msg_POLICY_SET pol_lo, pol_hi; /* policy set: the body parsed two ways */
+	/* a streamed run: what went out per channel, and up to 3 bytes of a UTF-8 character
+	 * cut by a chunk boundary, held until the rest arrives */
+	op_chunk_fn chunk;
+	uint32_t stream;
+	uint64_t sent[2];
+	char carry[2][4];
+	size_t ncarry[2];
 };
 
 static void op_finish(struct op *o, int status, char *body, size_t len)
@@ -120,7 +131,7 @@ static void on_health(const struct stub_reply *rep, void *arg)
 	yajl_gen_map_close(g);
 	json_gen_kbool(g, "auth", !API->no_auth);
 	yajl_gen_map_close(g);
-	op_gen_done(o, 200, g);
+	op_gen_done(o, o->row->status, g);
 	yajl_gen_free(g);
 }
 
@@ -136,41 +147,73 @@ static void on_status(const struct stub_reply *rep, void *arg)
 		op_fail(o, PERR_ENGINE_UNAVAILABLE, "the launcher is not connected");
 }
 
+/* How much of s[0..len) ends on a whole UTF-8 character: a lead byte near the end whose
+ * sequence is not complete yet is held back (at most 3 bytes). */
+static size_t utf8_whole(const char *s, size_t len)
+{
+	for (size_t back = 1; back <= 3 && back <= len; back++) {
+		unsigned char c = (unsigned char)s[len - back];
+		size_t need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
+		if ((c & 0xc0) == 0x80)
+			continue; /* a continuation byte: look further back */
+		return need > back ? len - back : len;
+	}
+	return len;
+}
+
+/* Pass bytes of one channel to the door, whole characters only unless `last`. */
+static void emit(struct op *o, uint32_t chan, const char *data, size_t len, bool last)
+{
+	size_t have = o->ncarry[chan], whole;
+	_cleanup_free_ char *buf = malloc(have + len + 1);
+	if (!buf)
+		return;
+	memcpy(buf, o->carry[chan], have);
+	memcpy(buf + have, data, len);
+	o->sent[chan] += len;
+	whole = last ? have + len : utf8_whole(buf, have + len);
+	o->ncarry[chan] = have + len - whole;
+	memcpy(o->carry[chan], buf + whole, o->ncarry[chan]);
+	if (whole)
+		o->chunk(o->arg, o->stream, chan, buf, whole);
+}
+
+static void on_chunk(uint32_t chan, const uint8_t *data, size_t len, void *arg)
+{
+	struct op *o = arg;
+	if (chan <= STREAM_STDERR && len)
+		emit(o, chan, (const char *)data, len, false);
+}
+
+/* Before the result: whatever the stream had not delivered yet (the launcher ends the
+ * stream when the program ends and never waits for a slow reader). */
+static void emit_tail(struct op *o, const struct stub_reply *rep)
+{
+	const char *buf[2] = { rep->out, rep->errout };
+	size_t len[2] = { rep->out_len, rep->errout_len };
+	for (uint32_t c = 0; c < 2; c++) {
+		if (buf[c] && len[c] > o->sent[c])
+			emit(o, c, buf[c] + o->sent[c], len[c] - (size_t)o->sent[c], true);
+		else if (o->ncarry[c])
+			emit(o, c, "", 0, true);
+	}
+}
+
 static void on_single(const struct stub_reply *rep, void *arg)
 {
 	struct op *o = arg;
 	yajl_gen g;
-	int status = 200;
 
 	if (rep->type == MSG_ERROR) {
 		op_fail(o, rep->err, rep->message);
 		return;
 	}
+	if (rep->type == MSG_RUN_REP && o->chunk)
+		emit_tail(o, rep);
 	g = json_gen_new();
 	switch (rep->type) {
 	case MSG_SBX_REP:
-		if (o->kind == OP_MOUNTS_LIST || o->kind == OP_MOUNT_ADD || o->kind == OP_MOUNT_DEL) {
-			const struct msg_SBX_REP *sr = rep->msg;
-			yajl_gen_map_open(g);
-			json_gen_kstr(g, "sandboxId", sr->id);
-			json_gen_key(g, "mounts");
-			yajl_gen_array_open(g);
-			for (uint32_t i = 0; i < sr->mount_sources.n && i < sr->mount_targets.n; i++) {
-				yajl_gen_map_open(g);
-				json_gen_kstr(g, "source", sr->mount_sources.v[i]);
-				json_gen_kstr(g, "target", sr->mount_targets.v[i]);
-				json_gen_kbool(g, "readOnly", i < sr->mount_ro.n ? sr->mount_ro.v[i] != 0 : true);
-				yajl_gen_map_close(g);
-			}
-			yajl_gen_array_close(g);
-			yajl_gen_map_close(g);
-			if (o->kind == OP_MOUNT_ADD)
-				status = 201;
-			break;
-		}
 		json_gen_sbx(g, rep->msg);
-		if (o->kind == OP_SBX_CREATE)
-			status = 201;
 		break;
 	case MSG_RUN_REP:
 		json_gen_run(g, rep->msg, rep->out, rep->out_len, rep->errout, rep->errout_len);
@@ -208,7 +251,37 @@ static void on_single(const struct stub_reply *rep, void *arg)
 		op_fail(o, PERR_INTERNAL, "unexpected reply from the launcher");
 		return;
 	}
-	op_gen_done(o, status, g);
+	op_gen_done(o, o->row->status, g);
+	yajl_gen_free(g);
+}
+
+/* The mounts routes answer with the sandbox's mount list only. */
+static void on_mounts(const struct stub_reply *rep, void *arg)
+{
+	struct op *o = arg;
+	const struct msg_SBX_REP *sr = rep->msg;
+	yajl_gen g;
+
+	if (rep->type != MSG_SBX_REP) {
+		op_fail(o, rep->type == MSG_ERROR ? rep->err : PERR_INTERNAL,
+		        rep->type == MSG_ERROR ? rep->message : "unexpected reply from the launcher");
+		return;
+	}
+	g = json_gen_new();
+	yajl_gen_map_open(g);
+	json_gen_kstr(g, "sandboxId", sr->id);
+	json_gen_key(g, "mounts");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < sr->mount_sources.n && i < sr->mount_targets.n; i++) {
+		yajl_gen_map_open(g);
+		json_gen_kstr(g, "source", sr->mount_sources.v[i]);
+		json_gen_kstr(g, "target", sr->mount_targets.v[i]);
+		json_gen_kbool(g, "readOnly", i < sr->mount_ro.n ? sr->mount_ro.v[i] != 0 : true);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+	yajl_gen_map_close(g);
+	op_gen_done(o, o->row->status, g);
 	yajl_gen_free(g);
 }
 
@@ -222,7 +295,7 @@ static void on_list(const struct stub_reply *rep, void *arg)
 	if (!o->g) {
 		o->g = json_gen_new();
 		yajl_gen_map_open(o->g);
-		json_gen_key(o->g, o->kind == OP_SBX_LIST ? "sandboxes" : "runs");
+		json_gen_key(o->g, o->list_key);
 		yajl_gen_array_open(o->g);
 	}
 	if (!rep->final) {
@@ -237,7 +310,7 @@ static void on_list(const struct stub_reply *rep, void *arg)
 	yajl_gen_array_close(o->g);
 	json_gen_kint(o->g, "count", o->count);
 	yajl_gen_map_close(o->g);
-	op_gen_done(o, 200, o->g);
+	op_gen_done(o, o->row->status, o->g);
 }
 
 static void on_policy_cur(const struct stub_reply *rep, void *arg)
@@ -259,155 +332,346 @@ static void on_policy_cur(const struct stub_reply *rep, void *arg)
 		op_fail(o, PERR_ENGINE_UNAVAILABLE, "the launcher is not connected");
 }
 
-/* ---- starting an operation ----------------------------------------------------------- */
+/* ---- how each request becomes a launcher request ------------------------------------- */
 
-static int start_stub(struct op *o, const struct op_args *a, char *why, size_t whysz)
+static int start_health(struct op *o, const struct op_args *a, char *why, size_t whysz)
 {
-	int r = 0;
-	switch (o->kind) {
-	case OP_HEALTH:
-		if (stub_status(on_status, o) < 0)
-			r = stub_health(on_health, o);
-		return r;
-	case OP_CAPS:
-		return stub_caps(false, on_single, o);
-	case OP_CAPS_RECHECK:
-		return stub_caps(true, on_single, o);
-	case OP_POLICY_GET:
-		return stub_policy_get(on_single, o);
-	case OP_POLICY_SET:
-		/* a partial body: parse it twice, from all-off and from all-on; a field the
-		 * body names comes out the same both times, the others come from the store */
-		o->pol_lo = (struct msg_POLICY_SET){ 0 };
-		o->pol_hi = (struct msg_POLICY_SET){ true, true, true, true, 0 };
-		if ((r = json_parse_policy(a->body, &o->pol_lo, why, whysz)) < 0 ||
-		    (r = json_parse_policy(a->body, &o->pol_hi, why, whysz)) < 0)
-			return r;
-		return stub_policy_get(on_policy_cur, o);
-	case OP_SBX_CREATE: {
-		struct msg_SBX_UPDATE u = { 0 };
-		struct msg_SBX_CREATE c = { 0 };
-		if ((r = json_parse_sbx_spec(a->body, &u, why, whysz)) == 0) {
-			if (!(u.set_mask & SBXF_NAME)) {
-				snprintf(why, whysz, "name: required");
-				r = -EINVAL;
-			} else {
-#define COPY_SPEC(S, KIND, NAME, LIMIT) c.NAME = u.NAME;
-				SBX_SPEC_FIELDS(COPY_SPEC, x)
-#undef COPY_SPEC
-				r = stub_sandbox_create(&c, on_single, o);
-			}
-		}
-		proto_msg_clear(MSG_SBX_UPDATE, &u);
-		return r;
-	}
-	case OP_SBX_LIST:
-		return stub_sandbox_list(on_list, o);
-	case OP_SBX_GET:
-		return stub_sandbox_get(a->id, on_single, o);
-	case OP_SBX_UPDATE: {
-		struct msg_SBX_UPDATE u = { 0 };
-		if ((r = json_parse_sbx_spec(a->body, &u, why, whysz)) == 0) {
-			free(u.id);
-			u.id = strdup(a->id);
-			r = u.id ? stub_sandbox_update(&u, on_single, o) : -ENOMEM;
-		}
-		proto_msg_clear(MSG_SBX_UPDATE, &u);
-		return r;
-	}
-	case OP_SBX_DELETE:
-		return stub_sandbox_delete(a->id, on_single, o);
-	case OP_RUN: {
-		struct msg_RUN m = { 0 };
-		if ((r = json_parse_run(a->body, &m, why, whysz)) == 0) {
-			m.entrance = a->entrance;
-			free(m.sandbox_id);
-			m.sandbox_id = strdup(a->id);
-			r = m.sandbox_id ? stub_run(&m, NULL, on_single, o, NULL) : -ENOMEM;
-		}
-		proto_msg_clear(MSG_RUN, &m);
-		return r;
-	}
-	case OP_RUNS_LIST:
-		return stub_runs_list(a->id, 50, on_list, o);
-	case OP_PROFILE:
-		return stub_profile(a->id, on_single, o);
-	case OP_MOUNTS_LIST:
-		return stub_sandbox_get(a->id, on_single, o);
-	case OP_MOUNT_ADD: {
-		struct msg_MOUNT_ADD m = { .sandbox_id = (char *)a->id, .read_only = true };
-		const char *src = NULL, *tgt = NULL;
-		bool ro = true;
-		if (!a->body || !YAJL_IS_OBJECT(a->body) || json_get_str(a->body, "source", &src) < 0 ||
-		    json_get_str(a->body, "target", &tgt) < 0) {
-			snprintf(why, whysz, "source and target: required strings");
-			return -EINVAL;
-		}
-		if (json_get_bool(a->body, "readOnly", &ro) == -EINVAL) {
-			snprintf(why, whysz, "readOnly: must be a boolean");
-			return -EINVAL;
-		}
-		if (strlen(src) > PROTO_STR_MAX || strlen(tgt) > PROTO_STR_MAX) {
-			snprintf(why, whysz, "source and target: at most %u bytes", PROTO_STR_MAX);
-			return -EINVAL;
-		}
-		m.source = (char *)src;
-		m.target = (char *)tgt;
-		m.read_only = ro;
-		return stub_mount_add(&m, on_single, o);
-	}
-	case OP_MOUNT_DEL: {
-		const char *tgt = a->sub_id;
-		if (!tgt && a->body)
-			json_get_str(a->body, "target", &tgt);
-		if (!tgt || !*tgt || strlen(tgt) > PROTO_STR_MAX) {
-			snprintf(why, whysz, "target: required");
-			return -EINVAL;
-		}
-		return stub_mount_del(a->id, tgt, on_single, o);
-	}
-	case OP_RUN_GET:
-		return stub_run_get(a->id, a->sub_id, on_single, o);
-	case OP_EXEC: {
-		struct msg_EXEC m = { 0 };
-		if ((r = json_parse_exec(a->body, &m, why, whysz)) == 0) {
-			m.entrance = a->entrance;
-			r = stub_exec(&m, NULL, on_single, o, NULL);
-		}
-		proto_msg_clear(MSG_EXEC, &m);
-		return r;
-	}
-	}
-	return -EINVAL;
+	/* sbxd's half first; without it the launcher's half still answers */
+	if (stub_status(on_status, o) < 0)
+		return stub_health(on_health, o);
+	return 0;
 }
 
-void op_start(const struct op_args *a, op_done_fn done, void *arg)
+static int start_caps(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	return stub_caps(false, on_single, o);
+}
+
+static int start_caps_recheck(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	return stub_caps(true, on_single, o);
+}
+
+static int start_policy_get(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	return stub_policy_get(on_single, o);
+}
+
+static int start_policy_set(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	int r;
+	/* a partial body: parse it twice, from all-off and from all-on; a field the body
+	 * names comes out the same both times, the others come from the store */
+	o->pol_lo = (struct msg_POLICY_SET){ 0 };
+	o->pol_hi = (struct msg_POLICY_SET){ true, true, true, true, 0 };
+	if ((r = json_parse_policy(a->body, &o->pol_lo, why, whysz)) < 0 ||
+	    (r = json_parse_policy(a->body, &o->pol_hi, why, whysz)) < 0)
+		return r;
+	return stub_policy_get(on_policy_cur, o);
+}
+
+static int start_sbx_list(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	o->list_key = "sandboxes";
+	return stub_sandbox_list(on_list, o);
+}
+
+static int start_sbx_create(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	struct msg_SBX_UPDATE u = { 0 };
+	struct msg_SBX_CREATE c = { 0 };
+	int r;
+	if ((r = json_parse_sbx_spec(a->body, &u, why, whysz)) == 0) {
+		if (!(u.set_mask & SBXF_NAME)) {
+			snprintf(why, whysz, "name: required");
+			r = -EINVAL;
+		} else {
+#define COPY_SPEC(S, KIND, NAME, LIMIT) c.NAME = u.NAME;
+			SBX_SPEC_FIELDS(COPY_SPEC, x)
+#undef COPY_SPEC
+			r = stub_sandbox_create(&c, on_single, o);
+		}
+	}
+	proto_msg_clear(MSG_SBX_UPDATE, &u);
+	return r;
+}
+
+static int start_sbx_get(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	return stub_sandbox_get(a->id, on_single, o);
+}
+
+static int start_sbx_update(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	struct msg_SBX_UPDATE u = { 0 };
+	int r;
+	if ((r = json_parse_sbx_spec(a->body, &u, why, whysz)) == 0) {
+		free(u.id);
+		u.id = strdup(a->id);
+		r = u.id ? stub_sandbox_update(&u, on_single, o) : -ENOMEM;
+	}
+	proto_msg_clear(MSG_SBX_UPDATE, &u);
+	return r;
+}
+
+static int start_sbx_delete(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	return stub_sandbox_delete(a->id, on_single, o);
+}
+
+static int start_run(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	struct msg_RUN m = { 0 };
+	int r;
+	if ((r = json_parse_run(a->body, &m, why, whysz)) == 0) {
+		m.entrance = a->entrance;
+		free(m.sandbox_id);
+		m.sandbox_id = strdup(a->id);
+		o->chunk = a->chunk;
+		r = m.sandbox_id ? stub_run(&m, o->chunk ? on_chunk : NULL, on_single, o, &o->stream)
+		                 : -ENOMEM;
+	}
+	proto_msg_clear(MSG_RUN, &m);
+	return r;
+}
+
+static int start_runs_list(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	o->list_key = "runs";
+	return stub_runs_list(a->id, 50, on_list, o);
+}
+
+static int start_run_get(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	return stub_run_get(a->id, a->sub_id, on_single, o);
+}
+
+static int start_profile(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	return stub_profile(a->id, on_single, o);
+}
+
+static int start_mounts_list(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	return stub_sandbox_get(a->id, on_mounts, o);
+}
+
+static int start_mount_add(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	struct msg_MOUNT_ADD m = { .sandbox_id = (char *)a->id, .read_only = true };
+	const char *src = NULL, *tgt = NULL;
+	bool ro = true;
+	if (!a->body || !YAJL_IS_OBJECT(a->body) || json_get_str(a->body, "source", &src) < 0 ||
+	    json_get_str(a->body, "target", &tgt) < 0) {
+		snprintf(why, whysz, "source and target: required strings");
+		return -EINVAL;
+	}
+	if (json_get_bool(a->body, "readOnly", &ro) == -EINVAL) {
+		snprintf(why, whysz, "readOnly: must be a boolean");
+		return -EINVAL;
+	}
+	if (strlen(src) > PROTO_STR_MAX || strlen(tgt) > PROTO_STR_MAX) {
+		snprintf(why, whysz, "source and target: at most %u bytes", PROTO_STR_MAX);
+		return -EINVAL;
+	}
+	m.source = (char *)src;
+	m.target = (char *)tgt;
+	m.read_only = ro;
+	return stub_mount_add(&m, on_mounts, o);
+}
+
+static int start_mount_del(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	const char *tgt = a->query; /* REST: ?target=; MCP: the target argument */
+	if (!tgt && a->body)
+		json_get_str(a->body, "target", &tgt);
+	if (!tgt || !*tgt || strlen(tgt) > PROTO_STR_MAX) {
+		snprintf(why, whysz, "target: required, at most %u bytes", PROTO_STR_MAX);
+		return -EINVAL;
+	}
+	return stub_mount_del(a->id, tgt, on_mounts, o);
+}
+
+static int start_exec(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	struct msg_EXEC m = { 0 };
+	int r;
+	if ((r = json_parse_exec(a->body, &m, why, whysz)) == 0) {
+		m.entrance = a->entrance;
+		o->chunk = a->chunk;
+		r = stub_exec(&m, o->chunk ? on_chunk : NULL, on_single, o, &o->stream);
+	}
+	proto_msg_clear(MSG_EXEC, &m);
+	return r;
+}
+
+/* Answered here, without the launcher: the document is the table itself. */
+static int start_openapi(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	size_t len = 0;
+	char *doc = opdoc_openapi(&len);
+	if (!doc)
+		return -ENOMEM;
+	op_finish(o, o->row->status, doc, len);
+	return 0;
+}
+
+/* ---- the table ------------------------------------------------------------------------ */
+
+#define GET    EVHTTP_REQ_GET
+#define POST   EVHTTP_REQ_POST
+#define PUT    EVHTTP_REQ_PUT
+#define PATCH  EVHTTP_REQ_PATCH
+#define DELETE EVHTTP_REQ_DELETE
+
+/* The order is DESIGN.md §7's; routes that share a path list their methods together. */
+const struct op_row op_table[] = {
+	{ "health", GET, "/health", NULL, NULL,
+	  "Process states, the confinement the API process achieved, versions.", NULL, NULL,
+	  SCHEMA_HEALTH, 200, start_health },
+	{ "getCaps", GET, "/caps", NULL, "sbx_caps",
+	  "What this machine can isolate: the capability probe (cached 20 s).", NULL, NULL,
+	  SCHEMA_CAPS, 200, start_caps },
+	{ "recheckCaps", POST, "/caps/recheck", NULL, NULL,
+	  "Run the capability probe again, now.", NULL, NULL, SCHEMA_CAPS, 200, start_caps_recheck },
+	{ "getExecPolicy", GET, "/exec-policy", NULL, NULL,
+	  "Which pre-sandbox entrances are forced through a sandbox.", NULL, NULL, SCHEMA_POLICY,
+	  200, start_policy_get },
+	/* no tool: the policy changes over REST (and the UI) only (DESIGN.md §6) */
+	{ "setExecPolicy", PUT, "/exec-policy", NULL, NULL,
+	  "Change the ExecPolicy; fields left out keep their value.", SCHEMA_POLICY_PROPS, NULL,
+	  SCHEMA_POLICY, 200, start_policy_set },
+	{ "listSandboxes", GET, "/sandboxes", NULL, "sbx_list", "List the sandboxes.", NULL, NULL,
+	  SCHEMA_SANDBOX_LIST, 200, start_sbx_list },
+	{ "createSandbox", POST, "/sandboxes", NULL, "sbx_create",
+	  "Create a sandbox: a persistent workspace with a fence.", SCHEMA_SBX_SPEC_PROPS, "\"name\"",
+	  SCHEMA_SANDBOX, 201, start_sbx_create },
+	{ "getSandbox", GET, "/sandboxes/{id}", NULL, "sbx_get", "Show one sandbox and its settings.",
+	  NULL, NULL, SCHEMA_SANDBOX, 200, start_sbx_get },
+	{ "updateSandbox", PATCH, "/sandboxes/{id}", NULL, "sbx_update",
+	  "Change a sandbox's settings; they apply from the next run.", SCHEMA_SBX_SPEC_PROPS, NULL,
+	  SCHEMA_SANDBOX, 200, start_sbx_update },
+	{ "deleteSandbox", DELETE, "/sandboxes/{id}", NULL, "sbx_delete",
+	  "Delete a sandbox and its workdir.", NULL, NULL, SCHEMA_DELETED, 200, start_sbx_delete },
+	{ "runCode", POST, "/sandboxes/{id}/runs", NULL, "sbx_run",
+	  "Run sh, python or node code inside a sandbox and return its output.", SCHEMA_RUN_PROPS,
+	  "\"code\"", SCHEMA_RUN, 200, start_run },
+	{ "listRuns", GET, "/sandboxes/{id}/runs", NULL, "sbx_runs",
+	  "The run history of a sandbox, newest first.", NULL, NULL, SCHEMA_RUN_LIST, 200,
+	  start_runs_list },
+	{ "getRun", GET, "/sandboxes/{id}/runs/{runId}", NULL, NULL, "One run of a sandbox.", NULL,
+	  NULL, SCHEMA_RUN, 200, start_run_get },
+	{ "getProfile", GET, "/sandboxes/{id}/profile", NULL, NULL,
+	  "The fence the next run would get (its argv or profile).", NULL, NULL, SCHEMA_PROFILE, 200,
+	  start_profile },
+	{ "listMounts", GET, "/sandboxes/{id}/mounts", NULL, NULL, "The sandbox's mounts.", NULL,
+	  NULL, SCHEMA_MOUNTS, 200, start_mounts_list },
+	{ "addMount", POST, "/sandboxes/{id}/mounts", NULL, "sbx_mount",
+	  "Make a host directory appear at <sandbox>/<target>, read-only unless readOnly is false. "
+	  "Credential dirs, system roots, home itself and the engine's data dir are refused.",
+	  SCHEMA_MOUNT_PROPS, "\"source\",\"target\"", SCHEMA_MOUNTS, 201, start_mount_add },
+	{ "removeMount", DELETE, "/sandboxes/{id}/mounts", "target", "sbx_unmount",
+	  "Remove the mount at target.", SCHEMA_UNMOUNT_PROPS, "\"target\"", SCHEMA_MOUNTS, 200,
+	  start_mount_del },
+	{ "exec", POST, "/exec", NULL, "sbx_exec",
+	  "Run a shell command (the agent shell), in the given sandbox or the default one named "
+	  "\"shell\".",
+	  SCHEMA_EXEC_PROPS, "\"code\"", SCHEMA_RUN, 200, start_exec },
+	{ "openapi", GET, "/openapi.json", NULL, NULL, "This table as OpenAPI 3.1.", NULL, NULL,
+	  SCHEMA_OPENAPI, 200, start_openapi },
+};
+const size_t op_table_len = sizeof(op_table) / sizeof(op_table[0]);
+
+#undef GET
+#undef POST
+#undef PUT
+#undef PATCH
+#undef DELETE
+
+static const struct op_param op_params[] = {
+	{ "id", "sandboxId", "no such sandbox", offsetof(struct op_args, id) },
+	{ "runId", "runId", "no such run", offsetof(struct op_args, sub_id) },
+};
+
+const struct op_row *op_by_tool(const char *name)
+{
+	for (size_t i = 0; name && i < op_table_len; i++)
+		if (op_table[i].tool && strcmp(op_table[i].tool, name) == 0)
+			return &op_table[i];
+	return NULL;
+}
+
+int op_row_params(const struct op_row *r, const struct op_param **ret, size_t max)
+{
+	size_t n = 0;
+	for (const char *p = strchr(r->path, '{'); p; p = strchr(p + 1, '{')) {
+		const char *end = strchr(p, '}');
+		const struct op_param *found = NULL;
+		if (!end)
+			return -EINVAL;
+		for (size_t i = 0; i < sizeof(op_params) / sizeof(op_params[0]); i++)
+			if (strlen(op_params[i].name) == (size_t)(end - p - 1) &&
+			    strncmp(op_params[i].name, p + 1, (size_t)(end - p - 1)) == 0)
+				found = &op_params[i];
+		if (!found || n == max)
+			return -EINVAL;
+		ret[n++] = found;
+	}
+	return (int)n;
+}
+
+void op_param_set(const struct op_param *p, struct op_args *a, const char *value)
+{
+	*(const char **)((char *)a + p->field) = value;
+}
+
+static const char *op_param_get(const struct op_param *p, const struct op_args *a)
+{
+	return *(const char *const *)((const char *)a + p->field);
+}
+
+const char *op_method_name(enum evhttp_cmd_type m)
+{
+	switch (m) {
+	case EVHTTP_REQ_GET:
+		return "GET";
+	case EVHTTP_REQ_POST:
+		return "POST";
+	case EVHTTP_REQ_PUT:
+		return "PUT";
+	case EVHTTP_REQ_PATCH:
+		return "PATCH";
+	case EVHTTP_REQ_DELETE:
+		return "DELETE";
+	default:
+		return "?";
+	}
+}
+
+/* ---- starting an operation ----------------------------------------------------------- */
+
+void op_start(const struct op_row *row, const struct op_args *a, op_done_fn done, void *arg)
 {
 	struct op *o = calloc(1, sizeof(*o));
-	char why[256] = "";
-	bool needs_id = a->kind == OP_SBX_GET || a->kind == OP_SBX_UPDATE ||
-	                a->kind == OP_SBX_DELETE || a->kind == OP_RUN || a->kind == OP_RUNS_LIST ||
-	                a->kind == OP_RUN_GET || a->kind == OP_PROFILE ||
-	                a->kind == OP_MOUNTS_LIST || a->kind == OP_MOUNT_ADD || a->kind == OP_MOUNT_DEL;
-	int r;
+	const struct op_param *params[OP_PARAMS_MAX];
+	char why[OP_WHY_MAX] = "";
+	int n, r;
 
 	if (!o) {
 		done(arg, 500, NULL, 0);
 		return;
 	}
-	o->kind = a->kind;
+	o->row = row;
 	o->done = done;
 	o->arg = arg;
-	if (needs_id && !proto_id_valid(a->id)) {
-		/* an id we would never issue names nothing */
-		op_fail(o, PERR_NOT_FOUND, "no such sandbox");
-		return;
-	}
-	if (a->kind == OP_RUN_GET && !proto_id_valid(a->sub_id)) {
-		op_fail(o, PERR_NOT_FOUND, "no such run");
-		return;
-	}
-	r = start_stub(o, a, why, sizeof(why));
+	n = op_row_params(row, params, OP_PARAMS_MAX);
+	for (int i = 0; i < n; i++)
+		if (!proto_id_valid(op_param_get(params[i], a))) {
+			/* an id we would never issue names nothing */
+			op_fail(o, PERR_NOT_FOUND, params[i]->not_found);
+			return;
+		}
+	r = n < 0 ? -EINVAL : row->start(o, a, why, sizeof(why));
 	if (r == 0)
 		return;
 	if (r == -E2BIG)

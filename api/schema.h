@@ -1,5 +1,6 @@
-/* JSON Schemas (as string literals, so tables can concatenate them at compile time)
- * shared by MCP tools/list and openapi.json: the sandbox's settings, a sandbox, a run. */
+/* JSON Schemas (as string literals, so the operation table in ops.c can concatenate them
+ * at compile time), shared by MCP tools/list and openapi.json. A *_PROPS macro is the
+ * inside of a "properties" object: a request body's fields, to which MCP adds sandboxId. */
 #ifndef SBX_API_SCHEMA_H
 #define SBX_API_SCHEMA_H
 
@@ -27,5 +28,46 @@
 	",\"stdoutTruncated\":" S_BOOL ",\"stderrTruncated\":" S_BOOL ",\"durationMs\":" S_INT    \
 	",\"isolation\":" S_STR ",\"entrance\":" S_STR "},"                                        \
 	"\"required\":[\"id\",\"stdout\",\"stderr\",\"timedOut\",\"isolation\"]}"
+
+#define S_OBJ "{\"type\":\"object\"}"
+
+/* ---- request bodies (properties only) ---- */
+#define SCHEMA_RUN_PROPS                                                                              \
+	"\"language\":{\"type\":\"string\",\"enum\":[\"sh\",\"python\",\"node\"]},\"code\":" S_STR      \
+	",\"stdin\":" S_STR ",\"timeoutMs\":" S_INT
+#define SCHEMA_EXEC_PROPS "\"code\":" S_STR ",\"sandboxId\":" S_STR ",\"timeoutMs\":" S_INT
+#define SCHEMA_MOUNT_PROPS "\"source\":" S_STR ",\"target\":" S_STR ",\"readOnly\":" S_BOOL
+#define SCHEMA_UNMOUNT_PROPS "\"target\":" S_STR
+#define SCHEMA_POLICY_PROPS                                                                           \
+	"\"execShell\":" S_BOOL ",\"schedulerScript\":" S_BOOL ",\"runPython\":" S_BOOL            \
+	",\"runNode\":" S_BOOL
+
+/* ---- response bodies ---- */
+#define SCHEMA_ERROR                                                                                  \
+	"{\"type\":\"object\",\"properties\":{\"error\":{\"type\":\"object\",\"properties\":{\"code\":" S_STR \
+	",\"message\":" S_STR "},\"required\":[\"code\",\"message\"]}},\"required\":[\"error\"]}"
+#define SCHEMA_HEALTH                                                                                 \
+	"{\"type\":\"object\",\"properties\":{\"status\":" S_STR ",\"version\":" S_STR             \
+	",\"protocol\":" S_INT ",\"isolation\":" S_STR ",\"processes\":" S_OBJ ",\"confinement\":" S_OBJ \
+	",\"launcher\":" S_OBJ ",\"auth\":" S_BOOL "},\"required\":[\"status\"]}"
+#define SCHEMA_CAPS                                                                                   \
+	"{\"type\":\"object\",\"properties\":{\"direct\":" S_OBJ ",\"docker\":" S_OBJ "}}"
+#define SCHEMA_POLICY "{\"type\":\"object\",\"properties\":{" SCHEMA_POLICY_PROPS "}}"
+#define SCHEMA_SANDBOX_LIST                                                                           \
+	"{\"type\":\"object\",\"properties\":{\"sandboxes\":{\"type\":\"array\"},\"count\":" S_INT    \
+	"},\"required\":[\"sandboxes\"]}"
+#define SCHEMA_RUN_LIST                                                                               \
+	"{\"type\":\"object\",\"properties\":{\"runs\":{\"type\":\"array\"},\"count\":" S_INT         \
+	"},\"required\":[\"runs\"]}"
+#define SCHEMA_DELETED "{\"type\":\"object\",\"properties\":{\"id\":" S_STR ",\"deleted\":" S_BOOL "}}"
+#define SCHEMA_MOUNTS                                                                                 \
+	"{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR ",\"mounts\":{\"type\":\"array\"}}," \
+	"\"required\":[\"mounts\"]}"
+#define SCHEMA_PROFILE                                                                                \
+	"{\"type\":\"object\",\"properties\":{\"kind\":" S_STR ",\"argv\":{\"type\":\"array\",\"items\":" \
+	S_STR "},\"text\":" S_STR ",\"note\":" S_STR "},\"required\":[\"kind\",\"argv\"]}"
+#define SCHEMA_OPENAPI                                                                                \
+	"{\"type\":\"object\",\"properties\":{\"openapi\":" S_STR ",\"info\":" S_OBJ                \
+	",\"paths\":" S_OBJ "},\"required\":[\"openapi\",\"paths\"]}"
 
 #endif

@@ -82,8 +82,26 @@ if [[ $ok -ne 1 ]]; then
 	exit 1
 fi
 
+# openapi.json checked by a real OpenAPI 3.1 validator where one is installed
+openapi_status=0
+if python3 -c 'import openapi_spec_validator' 2>/dev/null; then
+	if curl -sf --max-time 5 -H "Authorization: Bearer $token" \
+		"http://127.0.0.1:$port/api/sandbox/openapi.json" | python3 -c '
+import json, sys
+from openapi_spec_validator import validate
+validate(json.load(sys.stdin))'; then
+		echo "ok   - openapi.json is a valid OpenAPI 3.1 document"
+	else
+		echo "FAIL - openapi.json is not a valid OpenAPI 3.1 document"
+		openapi_status=1
+	fi
+else
+	echo "SKIP: openapi-spec-validator not installed; openapi.json not validated"
+fi
+
 set +e
 SBX_MCP_URL="http://127.0.0.1:$port/mcp" SBX_TOKEN="$token" node mcp.test.mjs
 status=$?
 set -e
+[[ $openapi_status -eq 0 ]] || status=1
 exit "$status"
