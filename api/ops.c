@@ -150,20 +150,7 @@ static void on_single(const struct stub_reply *rep, void *arg)
 	switch (rep->type) {
 	case MSG_SBX_REP:
 		if (o->kind == OP_MOUNTS_LIST || o->kind == OP_MOUNT_ADD || o->kind == OP_MOUNT_DEL) {
-			const struct msg_SBX_REP *sr = rep->msg;
-			yajl_gen_map_open(g);
-			json_gen_kstr(g, "sandboxId", sr->id);
-			json_gen_key(g, "mounts");
-			yajl_gen_array_open(g);
-			for (uint32_t i = 0; i < sr->mount_sources.n && i < sr->mount_targets.n; i++) {
-				yajl_gen_map_open(g);
-				json_gen_kstr(g, "source", sr->mount_sources.v[i]);
-				json_gen_kstr(g, "target", sr->mount_targets.v[i]);
-				json_gen_kbool(g, "readOnly", i < sr->mount_ro.n ? sr->mount_ro.v[i] != 0 : true);
-				yajl_gen_map_close(g);
-			}
-			yajl_gen_array_close(g);
-			yajl_gen_map_close(g);
+			json_gen_sbx_mounts(g, rep->msg);
 			if (o->kind == OP_MOUNT_ADD)
 				status = 201;
 			break;
@@ -307,7 +294,9 @@ static int start_stub(struct op *o, const struct op_args *a, char *why, size_t w
 		return stub_sandbox_get(a->id, on_single, o);
 	case OP_SBX_UPDATE: {
 		struct msg_SBX_UPDATE u = { 0 };
-		if ((r = json_parse_sbx_spec(a->body, &u, why, whysz)) == 0) {
+		/* MCP names the sandbox in the arguments; REST in the path */
+		if ((r = json_parse_sbx_fields(a->body, a->entrance == ENTRANCE_MCP ? "sandboxId" : NULL,
+		                               &u, why, whysz)) == 0) {
 			free(u.id);
 			u.id = strdup(a->id);
 			r = u.id ? stub_sandbox_update(&u, on_single, o) : -ENOMEM;
