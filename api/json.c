@@ -394,13 +394,9 @@ static int check_keys(yajl_val obj, const char *extra, char *errmsg, size_t errl
 	return 0;
 }
 
-static int parse_strv(yajl_val v, const char *path, uint32_t limit, struct proto_strv *out,
+static int parse_strv(yajl_val v, const char *path, struct proto_strv *out,
                       char *errmsg, size_t errlen)
 {
-	if (!YAJL_IS_ARRAY(v))
-		BAD("%s: must be an array of strings", path);
-	if (v->u.array.len > limit)
-		BAD("%s: more than %u entries", path, limit);
 	for (size_t i = 0; i < v->u.array.len; i++) {
 		yajl_val e = v->u.array.values[i];
 		if (!YAJL_IS_STRING(e))
@@ -413,13 +409,9 @@ static int parse_strv(yajl_val v, const char *path, uint32_t limit, struct proto
 	return 0;
 }
 
-static int parse_ports(yajl_val v, const char *path, uint32_t limit, struct proto_u32v *out,
+static int parse_ports(yajl_val v, const char *path, struct proto_u32v *out,
                        char *errmsg, size_t errlen)
 {
-	if (!YAJL_IS_ARRAY(v))
-		BAD("%s: must be an array of port numbers", path);
-	if (v->u.array.len > limit)
-		BAD("%s: more than %u entries", path, limit);
 	for (size_t i = 0; i < v->u.array.len; i++) {
 		yajl_val e = v->u.array.values[i];
 		if (!YAJL_IS_INTEGER(e) || YAJL_GET_INTEGER(e) < 1 || YAJL_GET_INTEGER(e) > 65535)
@@ -430,14 +422,10 @@ static int parse_ports(yajl_val v, const char *path, uint32_t limit, struct prot
 	return 0;
 }
 
-static int parse_env(yajl_val v, const char *path, uint32_t limit, struct proto_strv *out,
+static int parse_env(yajl_val v, const char *path, struct proto_strv *out,
                      char *errmsg, size_t errlen)
 {
 	char kv[PROTO_STR_MAX + 1];
-	if (!YAJL_IS_OBJECT(v))
-		BAD("%s: must be an object of strings", path);
-	if (v->u.object.len > limit)
-		BAD("%s: more than %u entries", path, limit);
 	for (size_t i = 0; i < v->u.object.len; i++) {
 		const char *k = v->u.object.keys[i];
 		yajl_val e = v->u.object.values[i];
@@ -453,13 +441,9 @@ static int parse_env(yajl_val v, const char *path, uint32_t limit, struct proto_
 	return 0;
 }
 
-static int parse_mounts(yajl_val v, const char *path, uint32_t limit, struct proto_mountv *out,
+static int parse_mounts(yajl_val v, const char *path, struct proto_mountv *out,
                         char *errmsg, size_t errlen)
 {
-	if (!YAJL_IS_ARRAY(v))
-		BAD("%s: must be an array of {source, target, readOnly}", path);
-	if (v->u.array.len > limit)
-		BAD("%s: at most %u mounts per sandbox", path, limit);
 	for (size_t i = 0; i < v->u.array.len; i++) {
 		yajl_val m = v->u.array.values[i];
 		const char *src = NULL, *tgt = NULL;
@@ -483,9 +467,29 @@ static int parse_mounts(yajl_val v, const char *path, uint32_t limit, struct pro
 	return 0;
 }
 
+/* Lists and maps: the right container, at most f->limit entries (a named limit per
+ * field, tested at and past it), before any entry is looked at. */
+static int check_container(const struct jfield *f, yajl_val v, const char *path, char *errmsg,
+                           size_t errlen)
+{
+	bool map = f->jkind == SBXJ_ENV;
+	if (map ? !YAJL_IS_OBJECT(v) : !YAJL_IS_ARRAY(v))
+		BAD("%s: must be %s", path,
+		    map                         ? "an object of strings"
+		    : f->jkind == SBXJ_PORTS    ? "an array of port numbers"
+		    : f->jkind == SBXJ_MOUNTS   ? "an array of {source, target, readOnly}"
+		                                : "an array of strings");
+	if ((map ? v->u.object.len : v->u.array.len) > f->limit)
+		BAD("%s: more than %u entries", path, f->limit);
+	return 0;
+}
+
 static int parse_value(const struct jfield *f, yajl_val v, const char *path, void *at,
                        char *errmsg, size_t errlen)
 {
+	int r;
+	if (f->jkind >= SBXJ_PORTS && (r = check_container(f, v, path, errmsg, errlen)) < 0)
+		return r;
 	switch (f->jkind) {
 	case SBXJ_STR: {
 		char *c;
@@ -521,13 +525,13 @@ static int parse_value(const struct jfield *f, yajl_val v, const char *path, voi
 			*(uint64_t *)at = (uint64_t)YAJL_GET_INTEGER(v);
 		return 0;
 	case SBXJ_PORTS:
-		return parse_ports(v, path, f->limit, at, errmsg, errlen);
+		return parse_ports(v, path, at, errmsg, errlen);
 	case SBXJ_STRV:
-		return parse_strv(v, path, f->limit, at, errmsg, errlen);
+		return parse_strv(v, path, at, errmsg, errlen);
 	case SBXJ_ENV:
-		return parse_env(v, path, f->limit, at, errmsg, errlen);
+		return parse_env(v, path, at, errmsg, errlen);
 	case SBXJ_MOUNTS:
-		return parse_mounts(v, path, f->limit, at, errmsg, errlen);
+		return parse_mounts(v, path, at, errmsg, errlen);
 	}
 	BAD("%s: unsupported field", path);
 }

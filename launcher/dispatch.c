@@ -12,7 +12,6 @@
 
 #include "caps.h"
 #include "cleanup.h"
-#include "fence/mounts.h"
 #include "log.h"
 #include "proto_chan.h"
 #include "sandbox.h"

@@ -140,6 +140,18 @@ const size_t sandbox_fields_n = sizeof(sandbox_fields) / sizeof(sandbox_fields[0
 
 _Static_assert(MOUNTS_MAX == SBX_MOUNTS_MAX, "one limit on mounts, on the wire and here");
 
+/* The size of a kind's C type (struct sandbox and the messages use the same types). */
+static size_t sandbox_kind_size(enum proto_kind k)
+{
+	static const size_t sizes[] = {
+		[PK_U32] = sizeof(PROTO_CTYPE_U32),   [PK_U64] = sizeof(PROTO_CTYPE_U64),
+		[PK_BOOL] = sizeof(PROTO_CTYPE_BOOL), [PK_ENUM] = sizeof(PROTO_CTYPE_ENUM),
+		[PK_STR] = sizeof(PROTO_CTYPE_STR),   [PK_STRV] = sizeof(PROTO_CTYPE_STRV),
+		[PK_U32V] = sizeof(PROTO_CTYPE_U32V), [PK_MNTV] = sizeof(PROTO_CTYPE_MNTV),
+	};
+	return sizes[k];
+}
+
 #define AT(base, off) ((void *)((char *)(base) + (off)))
 #define CAT(base, off) ((const void *)((const char *)(base) + (off)))
 
@@ -658,19 +670,11 @@ int sandbox_to_rep(const struct sandbox *s, struct msg_SBX_REP *rep)
 			break;
 		case PK_ENUM:
 		case PK_U32:
-			*(uint32_t *)dst = *(const uint32_t *)at;
-			break;
 		case PK_U64:
-			*(uint64_t *)dst = *(const uint64_t *)at;
-			break;
 		case PK_BOOL:
-			*(bool *)dst = *(const bool *)at;
-			break;
-		case PK_STRV:
-			*(struct proto_strv *)dst = *(const struct proto_strv *)at;
-			break;
+		case PK_STRV: /* lists are borrowed: the reply is sent before s goes */
 		case PK_U32V:
-			*(struct proto_u32v *)dst = *(const struct proto_u32v *)at;
+			memcpy(dst, at, sandbox_kind_size(f->kind));
 			break;
 		case PK_MNTV: {
 			struct proto_mountv *mv = dst;
