@@ -547,8 +547,8 @@ void sandbox_note(const struct sandbox *s, char *buf, size_t bufsz)
 	if (s->ports_listen.n || s->ports_connect.n || s->ports_loopback.n)
 		note_add(buf, bufsz, &n,
 		         "ports are stored but not enforced yet: this build has no pasta / Landlock "
-		         "port fence, so runs get no listen, connect or loopback ports (with network "
-		         "false the jail has no network at all)");
+		         "port fence, so listen ports are not reachable from the host and connect / "
+		         "loopback ports open nothing; what a run can reach follows network alone");
 	if (s->tracing)
 		note_add(buf, bufsz, &n,
 		         "tracing is not implemented yet: runs record no trace events");

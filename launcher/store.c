@@ -299,10 +299,9 @@ int store_policy_set(sqlite3 *db, const struct msg_POLICY_REP *p)
 	STORE_Q_##kind(column)
 #define STORE_GROUP_(X, A, B, sep, json, MEMBERS, bit) MEMBERS(X, A, B)
 /* each setting brings its own leading ", " */
-#define SBX_COLS                                                                                   \
-	"workdir, jail_uid, created_at" SBX_FIELDS(STORE_COL_LEAF_, STORE_GROUP_, _, _) ", id"
-#define SBX_QS "?, ?, ?" SBX_FIELDS(STORE_Q_LEAF_, STORE_GROUP_, _, _) ", ?"
-#define SBX_FIXED_COLS 3 /* workdir, jail_uid, created_at */
+#define SBX_SET_COLS "workdir, jail_uid, created_at" SBX_FIELDS(STORE_COL_LEAF_, STORE_GROUP_, _, _)
+#define SBX_SET_QS   "?, ?, ?" SBX_FIELDS(STORE_Q_LEAF_, STORE_GROUP_, _, _)
+#define SBX_COLS     SBX_SET_COLS ", id"
 
 /* Bind every column of SBX_COLS, in order, as ?1..?N. */
 static int store_sandbox_bind(sqlite3_stmt *st, const struct sandbox *s)
@@ -508,21 +507,14 @@ static int store_sandbox_write(sqlite3 *db, const char *sql, const struct sandbo
 int store_sandbox_insert(sqlite3 *db, const struct sandbox *s)
 {
 	/* a taken id or name is SQLITE_CONSTRAINT: -EEXIST */
-	return store_sandbox_write(db, "INSERT INTO sandboxes (" SBX_COLS ") VALUES (" SBX_QS ")", s,
-	                           false);
+	return store_sandbox_write(
+	    db, "INSERT INTO sandboxes (" SBX_COLS ") VALUES (" SBX_SET_QS ", ?)", s, false);
 }
 
 int store_sandbox_update(sqlite3 *db, const struct sandbox *s)
 {
-	/* SBX_COLS minus the trailing id, which the WHERE takes */
-	static char sql[1024];
-	if (!sql[0]) {
-		const char *cols = SBX_COLS;
-		size_t n = strlen(cols) - strlen(", id");
-		snprintf(sql, sizeof(sql), "UPDATE sandboxes SET (%.*s) = (%.*s) WHERE id = ?", (int)n,
-		         cols, (int)(strlen(SBX_QS) - strlen(", ?")), SBX_QS);
-	}
-	return store_sandbox_write(db, sql, s, true);
+	return store_sandbox_write(
+	    db, "UPDATE sandboxes SET (" SBX_SET_COLS ") = (" SBX_SET_QS ") WHERE id = ?", s, true);
 }
 
 static int store_sandbox_get_by(sqlite3 *db, const char *col_sql, const char *key,
