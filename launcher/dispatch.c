@@ -74,6 +74,9 @@ static enum proto_err perr_from_errno(int r)
 	}
 }
 
+#define SBX_TOO_LARGE_MSG                                                                          \
+	"the sandbox's settings would not fit one message (64 KiB): use fewer or shorter paths"
+
 /* Load a sandbox named by an API-supplied id; replies on failure. */
 static int load_sandbox(struct proto_chan *ch, uint32_t id, const char *sid, struct sandbox *ret)
 {
@@ -234,6 +237,8 @@ static void h_sbx_create(struct proto_chan *ch, const struct proto_hdr *h, void 
 		else if (r == -ENOSPC)
 			reply_err(ch, h->id, PERR_CONFLICT, "no room for another sandbox (at most %u)",
 			          SBX_SANDBOXES_MAX);
+		else if (r == -EMSGSIZE)
+			reply_err(ch, h->id, PERR_PAYLOAD_TOO_LARGE, SBX_TOO_LARGE_MSG);
 		else
 			reply_err(ch, h->id, PERR_INTERNAL, "creating the sandbox: %s", strerror(-r));
 		return;
@@ -387,10 +392,13 @@ static void h_sbx_update(struct proto_chan *ch, const struct proto_hdr *h, void 
 		return;
 	}
 	/* settings take effect on the next run: each run builds its fence from the row */
-	if ((r = sandbox_spec_apply(&s, &spec, in->set_mask)) < 0 ||
+	if ((r = sandbox_spec_apply(&s, &spec, in->set_mask)) < 0 || (r = sandbox_rep_fits(&s)) < 0 ||
 	    (r = store_sandbox_update(DL->db, &s)) < 0) {
-		reply_err(ch, h->id, r == -EEXIST ? PERR_CONFLICT : PERR_INTERNAL, "updating: %s",
-		          strerror(-r));
+		if (r == -EMSGSIZE)
+			reply_err(ch, h->id, PERR_PAYLOAD_TOO_LARGE, SBX_TOO_LARGE_MSG);
+		else
+			reply_err(ch, h->id, r == -EEXIST ? PERR_CONFLICT : PERR_INTERNAL,
+			          "updating: %s", strerror(-r));
 		sandbox_clear(&s);
 		return;
 	}
@@ -462,8 +470,11 @@ static void h_mount_add(struct proto_chan *ch, const struct proto_hdr *h, void *
 		sandbox_clear(&s);
 		return;
 	}
-	if ((r = store_sandbox_update(DL->db, &s)) < 0) {
-		reply_err(ch, h->id, PERR_INTERNAL, "adding the mount: %s", strerror(-r));
+	if ((r = sandbox_rep_fits(&s)) < 0 || (r = store_sandbox_update(DL->db, &s)) < 0) {
+		if (r == -EMSGSIZE)
+			reply_err(ch, h->id, PERR_PAYLOAD_TOO_LARGE, SBX_TOO_LARGE_MSG);
+		else
+			reply_err(ch, h->id, PERR_INTERNAL, "adding the mount: %s", strerror(-r));
 		sandbox_clear(&s);
 		return;
 	}

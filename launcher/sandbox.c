@@ -629,7 +629,7 @@ int sandbox_create(struct launcher *L, const struct sandbox_spec *spec, struct s
 		r = -ENOMEM;
 		goto fail_dir;
 	}
-	if ((r = store_sandbox_insert(L->db, &s)) < 0)
+	if ((r = sandbox_rep_fits(&s)) < 0 || (r = store_sandbox_insert(L->db, &s)) < 0)
 		goto fail_dir;
 	*ret = s;
 	return 0;
@@ -697,6 +697,22 @@ int sandbox_to_rep(const struct sandbox *s, struct msg_SBX_REP *rep)
 	rep->created_at = s->created_at;
 	rep->note = (char *)"";
 	return 0;
+}
+
+int sandbox_rep_fits(const struct sandbox *s)
+{
+	static uint8_t buf[PROTO_MSG_MAX];
+	static char note[SANDBOX_NOTE_MAX];
+	struct msg_SBX_REP rep;
+	int r;
+
+	if ((r = sandbox_to_rep(s, &rep)) < 0)
+		return r;
+	memset(note, 'n', sizeof(note) - 1); /* the longest note send_sbx_rep can add */
+	rep.note = note;
+	r = proto_encode(MSG_SBX_REP, 0, false, &rep, buf, sizeof(buf));
+	sandbox_rep_release(&rep);
+	return r < 0 ? r : 0;
 }
 
 void sandbox_rep_release(struct msg_SBX_REP *rep)

@@ -83,7 +83,7 @@ int sandbox_mount_append(struct sandbox *s, const char *canon, const char *targe
 
 /* Create a new sandbox from a checked spec: id, jail uid (when root), workdir
  * <data>/sandboxes/<id> (0700, owned by the jail uid), row. -EEXIST: name taken;
- * -ENOSPC: too many sandboxes or no jail uid left. */
+ * -ENOSPC: too many sandboxes or no jail uid left; -EMSGSIZE: its reply would not fit. */
 int sandbox_create(struct launcher *L, const struct sandbox_spec *spec, struct sandbox *ret);
 
 /* The default sandbox for the execShell entrance: the one named "shell", created on first
@@ -103,5 +103,8 @@ int sandbox_rm_tree_at(int dirfd, unsigned depth);
  * the rep's own: release it with sandbox_rep_release, never proto_msg_clear. */
 int sandbox_to_rep(const struct sandbox *s, struct msg_SBX_REP *rep);
 void sandbox_rep_release(struct msg_SBX_REP *rep);
+/* 0 if a SBX_REP of s, with the longest note, fits one packet (PROTO_MSG_MAX), else
+ * -EMSGSIZE: such a sandbox is not stored, or no later reply about it could be sent. */
+int sandbox_rep_fits(const struct sandbox *s);
 
 #endif

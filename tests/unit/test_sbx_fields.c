@@ -386,3 +386,30 @@ Test(sbx_fields, launcher_rechecks_every_kind)
 	spec.fs_mode = "open\n";
 	cr_expect_eq(sandbox_spec_check(&spec, SBXF_FS_MODE, reason, sizeof(reason)), -EINVAL);
 }
+
+/* A sandbox whose reply could not be sent is never stored: the budget is one packet. */
+Test(sbx_fields, reply_budget_at_and_past_one_packet)
+{
+	struct sandbox s = { 0 };
+	static char long_path[SANDBOX_PATH_MAX + 1];
+	uint32_t n = 0;
+
+	snprintf(s.id, sizeof(s.id), "sbx_big");
+	s.name = strdup("big");
+	s.fs_mode_raw = strdup("allowlist");
+	s.workdir = strdup("/w");
+	memset(long_path, 'p', SANDBOX_PATH_MAX);
+	long_path[0] = '/';
+	cr_expect_eq(sandbox_rep_fits(&s), 0);
+	while (sandbox_rep_fits(&s) == 0) {
+		cr_assert_eq(proto_strv_push(&s.read_paths, long_path), 0);
+		n++;
+	}
+	cr_expect_eq(sandbox_rep_fits(&s), -EMSGSIZE);
+	cr_expect(n > 1 && n < PROTO_LIST_MAX, "%u paths of %u bytes", n, SANDBOX_PATH_MAX);
+	/* one entry fewer fits again */
+	free(s.read_paths.v[--s.read_paths.n]);
+	s.read_paths.v[s.read_paths.n] = NULL;
+	cr_expect_eq(sandbox_rep_fits(&s), 0);
+	sandbox_clear(&s);
+}
