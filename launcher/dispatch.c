@@ -101,7 +101,6 @@ static int send_sbx_rep(struct proto_chan *ch, uint32_t id, const struct sandbox
 	char note[SANDBOX_NOTE_MAX];
 	const char *why;
 	size_t n;
-
 	int r;
 
 	if ((r = sandbox_to_rep(s, &rep)) < 0) {
