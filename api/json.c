@@ -325,128 +325,249 @@ static int dup_str(yajl_val obj, const char *key, size_t max, char **dst, bool *
 	return 0;
 }
 
-static int parse_ports(yajl_val arr, const char *key, struct proto_u32v *out, char *errmsg,
-                       size_t errlen)
+/* ---- the sandbox object, walked from SBX_FIELDS (proto/sbx_fields.h) --------------- */
+
+struct jfield {
+	const char *parent; /* the enclosing object ("ports", "limits"), NULL at the top */
+	const char *key;
+	enum sbx_jkind jkind;
+	enum proto_kind kind;
+	uint32_t bit, limit;
+	size_t u_off; /* offsetof(struct msg_SBX_UPDATE, cname) */
+	size_t r_off; /* offsetof(struct msg_SBX_REP, cname) */
+};
+#define JF_LEAF_(A, PARENT, sep, cname, smember, kind, json, jkind, column, limit, max, dflt,      \
+                 schema, bit)                                                                      \
+	{ PARENT, json, jkind, PK_##kind, SBXF_##bit, limit, offsetof(struct msg_SBX_UPDATE, cname), \
+	  offsetof(struct msg_SBX_REP, cname) },
+#define JF_GROUP_(X, A, PARENT, sep, json, MEMBERS, bit) MEMBERS(X, A, json)
+static const struct jfield jfields[] = { SBX_FIELDS(JF_LEAF_, JF_GROUP_, _, NULL) };
+#define JFIELDS_N (sizeof(jfields) / sizeof(jfields[0]))
+
+static const char *const backend_names[] = { [BACKEND_DIRECT] = "direct",
+	                                     [BACKEND_DOCKER] = "docker" };
+
+static bool same_parent(const char *a, const char *b)
 {
-	if (!YAJL_IS_ARRAY(arr))
-		BAD("ports.%s: must be an array of port numbers", key);
-	if (arr->u.array.len > PROTO_LIST_MAX)
-		BAD("ports.%s: more than %u entries", key, PROTO_LIST_MAX);
-	for (size_t i = 0; i < arr->u.array.len; i++) {
-		yajl_val v = arr->u.array.values[i];
-		if (!YAJL_IS_INTEGER(v) || YAJL_GET_INTEGER(v) < 1 || YAJL_GET_INTEGER(v) > 65535)
-			BAD("ports.%s[%zu]: must be a port number 1-65535", key, i);
-		if (proto_u32v_push(out, (uint32_t)YAJL_GET_INTEGER(v)) < 0)
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+static const struct jfield *jf_find(const char *parent, const char *key)
+{
+	for (size_t i = 0; i < JFIELDS_N; i++)
+		if (same_parent(jfields[i].parent, parent) && strcmp(jfields[i].key, key) == 0)
+			return &jfields[i];
+	return NULL;
+}
+
+static bool jf_is_group(const char *key)
+{
+	for (size_t i = 0; i < JFIELDS_N; i++)
+		if (jfields[i].parent && strcmp(jfields[i].parent, key) == 0)
+			return true;
+	return false;
+}
+
+/* Every key of the body is a member of the sandbox object that a client may set (or the
+ * one extra argument a front door adds): a typo must not pass as "accepted". */
+static int check_keys(yajl_val obj, const char *extra, char *errmsg, size_t errlen)
+{
+	static const char *const readonly[] = SBX_READONLY_JSON_KEYS;
+	for (size_t i = 0; i < obj->u.object.len; i++) {
+		const char *k = obj->u.object.keys[i];
+		yajl_val v = obj->u.object.values[i];
+		if ((extra && strcmp(k, extra) == 0) || jf_find(NULL, k))
+			continue;
+		for (size_t j = 0; j < sizeof(readonly) / sizeof(readonly[0]); j++)
+			if (strcmp(k, readonly[j]) == 0)
+				BAD("read-only field: %s", k);
+		if (!jf_is_group(k))
+			BAD("unknown field: %s", k);
+		if (YAJL_IS_NULL(v))
+			continue;
+		if (!YAJL_IS_OBJECT(v))
+			BAD("%s: must be an object", k);
+		for (size_t j = 0; j < v->u.object.len; j++)
+			if (!jf_find(k, v->u.object.keys[j]))
+				BAD("unknown field: %s.%s", k, v->u.object.keys[j]);
+	}
+	return 0;
+}
+
+static int parse_strv(yajl_val v, const char *path, struct proto_strv *out,
+                      char *errmsg, size_t errlen)
+{
+	for (size_t i = 0; i < v->u.array.len; i++) {
+		yajl_val e = v->u.array.values[i];
+		if (!YAJL_IS_STRING(e))
+			BAD("%s[%zu]: must be a string", path, i);
+		if (strlen(e->u.string) > PROTO_STR_MAX)
+			BAD("%s[%zu]: longer than %u bytes", path, i, PROTO_STR_MAX);
+		if (proto_strv_push(out, e->u.string) < 0)
 			BAD("out of memory");
+	}
+	return 0;
+}
+
+static int parse_ports(yajl_val v, const char *path, struct proto_u32v *out,
+                       char *errmsg, size_t errlen)
+{
+	for (size_t i = 0; i < v->u.array.len; i++) {
+		yajl_val e = v->u.array.values[i];
+		if (!YAJL_IS_INTEGER(e) || YAJL_GET_INTEGER(e) < 1 || YAJL_GET_INTEGER(e) > 65535)
+			BAD("%s[%zu]: must be a port number 1-65535", path, i);
+		if (proto_u32v_push(out, (uint32_t)YAJL_GET_INTEGER(e)) < 0)
+			BAD("out of memory");
+	}
+	return 0;
+}
+
+static int parse_env(yajl_val v, const char *path, struct proto_strv *out,
+                     char *errmsg, size_t errlen)
+{
+	char kv[PROTO_STR_MAX + 1];
+	for (size_t i = 0; i < v->u.object.len; i++) {
+		const char *k = v->u.object.keys[i];
+		yajl_val e = v->u.object.values[i];
+		if (!YAJL_IS_STRING(e))
+			BAD("%s.%s: must be a string", path, k);
+		if (!k[0] || strchr(k, '='))
+			BAD("%s: invalid variable name \"%s\"", path, k);
+		if ((size_t)snprintf(kv, sizeof(kv), "%s=%s", k, e->u.string) >= sizeof(kv))
+			BAD("%s.%s: longer than %u bytes", path, k, PROTO_STR_MAX);
+		if (proto_strv_push(out, kv) < 0)
+			BAD("out of memory");
+	}
+	return 0;
+}
+
+static int parse_mounts(yajl_val v, const char *path, struct proto_mountv *out,
+                        char *errmsg, size_t errlen)
+{
+	for (size_t i = 0; i < v->u.array.len; i++) {
+		yajl_val m = v->u.array.values[i];
+		const char *src = NULL, *tgt = NULL;
+		bool ro = true;
+		if (!YAJL_IS_OBJECT(m))
+			BAD("%s[%zu]: must be an object", path, i);
+		for (size_t j = 0; j < m->u.object.len; j++) {
+			const char *k = m->u.object.keys[j];
+			if (strcmp(k, "source") && strcmp(k, "target") && strcmp(k, "readOnly"))
+				BAD("unknown field: %s[%zu].%s", path, i, k);
+		}
+		if (json_get_str(m, "source", &src) < 0 || json_get_str(m, "target", &tgt) < 0)
+			BAD("%s[%zu]: source and target: required strings", path, i);
+		if (json_get_bool(m, "readOnly", &ro) == -EINVAL)
+			BAD("%s[%zu].readOnly: must be a boolean", path, i);
+		if (strlen(src) > SBX_MOUNT_STR_MAX || strlen(tgt) > SBX_MOUNT_STR_MAX)
+			BAD("%s[%zu]: source and target: at most %u bytes", path, i, SBX_MOUNT_STR_MAX);
+		if (proto_mountv_push(out, src, tgt, ro) < 0)
+			BAD("out of memory");
+	}
+	return 0;
+}
+
+/* Lists and maps: the right container, at most f->limit entries (a named limit per
+ * field, tested at and past it), before any entry is looked at. */
+static int check_container(const struct jfield *f, yajl_val v, const char *path, char *errmsg,
+                           size_t errlen)
+{
+	bool map = f->jkind == SBXJ_ENV;
+	if (map ? !YAJL_IS_OBJECT(v) : !YAJL_IS_ARRAY(v))
+		BAD("%s: must be %s", path,
+		    map                         ? "an object of strings"
+		    : f->jkind == SBXJ_PORTS    ? "an array of port numbers"
+		    : f->jkind == SBXJ_MOUNTS   ? "an array of {source, target, readOnly}"
+		                                : "an array of strings");
+	if ((map ? v->u.object.len : v->u.array.len) > f->limit)
+		BAD("%s: more than %u entries", path, f->limit);
+	return 0;
+}
+
+static int parse_value(const struct jfield *f, yajl_val v, const char *path, void *at,
+                       char *errmsg, size_t errlen)
+{
+	int r;
+	if (f->jkind >= SBXJ_PORTS && (r = check_container(f, v, path, errmsg, errlen)) < 0)
+		return r;
+	switch (f->jkind) {
+	case SBXJ_STR: {
+		char *c;
+		if (!YAJL_IS_STRING(v))
+			BAD("%s: must be a string", path);
+		if (strlen(v->u.string) > f->limit)
+			BAD("%s: longer than %u bytes", path, f->limit);
+		if (!(c = strdup(v->u.string)))
+			BAD("out of memory");
+		free(*(char **)at);
+		*(char **)at = c;
+		return 0;
+	}
+	case SBXJ_BACKEND:
+		for (uint32_t i = 0; YAJL_IS_STRING(v) && i <= BACKEND_MAX_; i++)
+			if (strcmp(v->u.string, backend_names[i]) == 0) {
+				*(uint32_t *)at = i;
+				return 0;
+			}
+		BAD("%s: must be \"direct\" or \"docker\"", path);
+	case SBXJ_BOOL:
+		if (!YAJL_IS_TRUE(v) && !YAJL_IS_FALSE(v))
+			BAD("%s: must be a boolean", path);
+		*(bool *)at = YAJL_IS_TRUE(v);
+		return 0;
+	case SBXJ_UINT:
+		if (!YAJL_IS_INTEGER(v) || YAJL_GET_INTEGER(v) < 0 ||
+		    (f->kind == PK_U32 && YAJL_GET_INTEGER(v) > UINT32_MAX))
+			BAD("%s: must be a non-negative integer", path);
+		if (f->kind == PK_U32)
+			*(uint32_t *)at = (uint32_t)YAJL_GET_INTEGER(v);
+		else
+			*(uint64_t *)at = (uint64_t)YAJL_GET_INTEGER(v);
+		return 0;
+	case SBXJ_PORTS:
+		return parse_ports(v, path, at, errmsg, errlen);
+	case SBXJ_STRV:
+		return parse_strv(v, path, at, errmsg, errlen);
+	case SBXJ_ENV:
+		return parse_env(v, path, at, errmsg, errlen);
+	case SBXJ_MOUNTS:
+		return parse_mounts(v, path, at, errmsg, errlen);
+	}
+	BAD("%s: unsupported field", path);
+}
+
+int json_parse_sbx_fields(yajl_val obj, const char *extra, struct msg_SBX_UPDATE *out,
+                          char *errmsg, size_t errlen)
+{
+	int r;
+
+	if (!obj || !YAJL_IS_OBJECT(obj))
+		BAD("the body must be a JSON object");
+	if ((r = check_keys(obj, extra, errmsg, errlen)) < 0)
+		return r;
+	for (size_t i = 0; i < JFIELDS_N; i++) {
+		const struct jfield *f = &jfields[i];
+		yajl_val holder = f->parent ? json_get(obj, f->parent) : obj, v;
+		char path[64];
+		if (!holder || YAJL_IS_NULL(holder))
+			continue;
+		/* naming an object sets all of it: ports absent inside are empty, limits 0 */
+		if (f->parent)
+			out->set_mask |= f->bit;
+		if (!(v = json_get(holder, f->key)) || YAJL_IS_NULL(v))
+			continue;
+		snprintf(path, sizeof(path), "%s%s%s", f->parent ? f->parent : "", f->parent ? "." : "",
+		         f->key);
+		if ((r = parse_value(f, v, path, (char *)out + f->u_off, errmsg, errlen)) < 0)
+			return r;
+		out->set_mask |= f->bit;
 	}
 	return 0;
 }
 
 int json_parse_sbx_spec(yajl_val obj, struct msg_SBX_UPDATE *out, char *errmsg, size_t errlen)
 {
-	bool has;
-	yajl_val v;
-	int r;
-
-	if (!obj || !YAJL_IS_OBJECT(obj))
-		BAD("the body must be a JSON object");
-	if ((r = dup_str(obj, "name", PROTO_NAME_MAX, &out->name, &has, errmsg, errlen)) < 0)
-		return r;
-	if (has)
-		out->set_mask |= SBXF_NAME;
-	const char *backend;
-	if ((r = json_get_str(obj, "backend", &backend)) == 0) {
-		if (strcmp(backend, "direct") == 0)
-			out->backend = BACKEND_DIRECT;
-		else if (strcmp(backend, "docker") == 0)
-			out->backend = BACKEND_DOCKER;
-		else
-			BAD("backend: must be \"direct\" or \"docker\"");
-		out->set_mask |= SBXF_BACKEND;
-	} else if (r == -EINVAL) {
-		BAD("backend: must be a string");
-	}
-	if ((r = dup_str(obj, "fsMode", PROTO_NAME_MAX, &out->fs_mode, &has, errmsg, errlen)) < 0)
-		return r;
-	if (has)
-		out->set_mask |= SBXF_FS_MODE;
-	if ((v = json_get(obj, "readPaths")) && !YAJL_IS_NULL(v)) {
-		if (!YAJL_IS_ARRAY(v))
-			BAD("readPaths: must be an array of strings");
-		if (v->u.array.len > PROTO_LIST_MAX)
-			BAD("readPaths: more than %u entries", PROTO_LIST_MAX);
-		for (size_t i = 0; i < v->u.array.len; i++) {
-			yajl_val e = v->u.array.values[i];
-			if (!YAJL_IS_STRING(e))
-				BAD("readPaths[%zu]: must be a string", i);
-			if (strlen(e->u.string) > PROTO_STR_MAX)
-				BAD("readPaths[%zu]: longer than %u bytes", i, PROTO_STR_MAX);
-			if (proto_strv_push(&out->read_paths, e->u.string) < 0)
-				BAD("out of memory");
-		}
-		out->set_mask |= SBXF_READ_PATHS;
-	}
-	if ((r = json_get_bool(obj, "network", &out->network)) == 0)
-		out->set_mask |= SBXF_NETWORK;
-	else if (r == -EINVAL)
-		BAD("network: must be a boolean");
-	if ((v = json_get(obj, "ports")) && !YAJL_IS_NULL(v)) {
-		if (!YAJL_IS_OBJECT(v))
-			BAD("ports: must be an object");
-		static const char *const keys[] = { "listen", "connect", "loopback" };
-		struct proto_u32v *dst[] = { &out->ports_listen, &out->ports_connect, &out->ports_loopback };
-		for (size_t i = 0; i < 3; i++) {
-			yajl_val a = json_get(v, keys[i]);
-			if (a && !YAJL_IS_NULL(a) && (r = parse_ports(a, keys[i], dst[i], errmsg, errlen)) < 0)
-				return r;
-		}
-		out->set_mask |= SBXF_PORTS;
-	}
-	if ((v = json_get(obj, "env")) && !YAJL_IS_NULL(v)) {
-		if (!YAJL_IS_OBJECT(v))
-			BAD("env: must be an object of strings");
-		if (v->u.object.len > PROTO_LIST_MAX)
-			BAD("env: more than %u entries", PROTO_LIST_MAX);
-		for (size_t i = 0; i < v->u.object.len; i++) {
-			const char *k = v->u.object.keys[i];
-			yajl_val e = v->u.object.values[i];
-			if (!YAJL_IS_STRING(e))
-				BAD("env.%s: must be a string", k);
-			if (!k[0] || strchr(k, '='))
-				BAD("env: invalid variable name \"%s\"", k);
-			size_t n = strlen(k) + 1 + strlen(e->u.string);
-			if (n > PROTO_STR_MAX)
-				BAD("env.%s: longer than %u bytes", k, PROTO_STR_MAX);
-			char kv[PROTO_STR_MAX + 1];
-			if ((size_t)snprintf(kv, sizeof(kv), "%s=%s", k, e->u.string) >= sizeof(kv))
-				BAD("env.%s: longer than %u bytes", k, PROTO_STR_MAX);
-			if (proto_strv_push(&out->env, kv) < 0)
-				BAD("out of memory");
-		}
-		out->set_mask |= SBXF_ENV;
-	}
-	if ((v = json_get(obj, "limits")) && !YAJL_IS_NULL(v)) {
-		if (!YAJL_IS_OBJECT(v))
-			BAD("limits: must be an object");
-		if (json_get_u32(v, "timeoutMs", &out->timeout_ms) == -EINVAL)
-			BAD("limits.timeoutMs: must be a non-negative integer");
-		if (json_get_u32(v, "memoryMb", &out->memory_mb) == -EINVAL)
-			BAD("limits.memoryMb: must be a non-negative integer");
-		if (json_get_u32(v, "pids", &out->pids) == -EINVAL)
-			BAD("limits.pids: must be a non-negative integer");
-		if (json_get_u64(v, "outputBytes", &out->output_bytes) == -EINVAL)
-			BAD("limits.outputBytes: must be a non-negative integer");
-		out->set_mask |= SBXF_LIMITS;
-	}
-	if ((r = json_get_bool(obj, "tracing", &out->tracing)) == 0)
-		out->set_mask |= SBXF_TRACING;
-	else if (r == -EINVAL)
-		BAD("tracing: must be a boolean");
-	if ((r = dup_str(obj, "image", PROTO_NAME_MAX, &out->image, &has, errmsg, errlen)) < 0)
-		return r;
-	if (has)
-		out->set_mask |= SBXF_IMAGE;
-	return 0;
+	return json_parse_sbx_fields(obj, NULL, out, errmsg, errlen);
 }
 
 static int parse_code(yajl_val obj, const char *key, bool required, size_t max, char **dst,
@@ -541,15 +662,6 @@ int json_parse_policy(yajl_val obj, struct msg_POLICY_SET *inout, char *errmsg, 
 
 /* ---- reply serializers --------------------------------------------------------- */
 
-static void gen_u32v(yajl_gen g, const char *k, const struct proto_u32v *v)
-{
-	json_gen_key(g, k);
-	yajl_gen_array_open(g);
-	for (uint32_t i = 0; i < v->n; i++)
-		yajl_gen_integer(g, v->v[i]);
-	yajl_gen_array_close(g);
-}
-
 static void gen_time(yajl_gen g, const char *k, uint64_t t)
 {
 	char buf[32];
@@ -559,59 +671,107 @@ static void gen_time(yajl_gen g, const char *k, uint64_t t)
 		json_gen_kstr(g, k, buf);
 }
 
-void json_gen_sbx(yajl_gen g, const struct msg_SBX_REP *s)
+static void gen_mounts(yajl_gen g, const struct proto_mountv *mv)
 {
-	yajl_gen_map_open(g);
-	json_gen_kstr(g, "id", s->id);
-	json_gen_kstr(g, "name", s->name);
-	json_gen_kstr(g, "backend", s->backend == BACKEND_DOCKER ? "docker" : "direct");
-	json_gen_kstr(g, "fsMode", s->fs_mode);
-	json_gen_key(g, "readPaths");
 	yajl_gen_array_open(g);
-	for (uint32_t i = 0; i < s->read_paths.n; i++)
-		json_gen_str(g, s->read_paths.v[i]);
-	yajl_gen_array_close(g);
-	json_gen_kbool(g, "network", s->network);
-	json_gen_key(g, "ports");
-	yajl_gen_map_open(g);
-	gen_u32v(g, "listen", &s->ports_listen);
-	gen_u32v(g, "connect", &s->ports_connect);
-	gen_u32v(g, "loopback", &s->ports_loopback);
-	yajl_gen_map_close(g);
-	json_gen_key(g, "mounts");
-	yajl_gen_array_open(g);
-	for (uint32_t i = 0; i < s->mount_sources.n && i < s->mount_targets.n; i++) {
+	for (uint32_t i = 0; i < mv->n; i++) {
 		yajl_gen_map_open(g);
-		json_gen_kstr(g, "source", s->mount_sources.v[i]);
-		json_gen_kstr(g, "target", s->mount_targets.v[i]);
-		json_gen_kbool(g, "readOnly", i < s->mount_ro.n ? s->mount_ro.v[i] != 0 : true);
+		json_gen_kstr(g, "source", mv->v[i].source);
+		json_gen_kstr(g, "target", mv->v[i].target);
+		json_gen_kbool(g, "readOnly", mv->v[i].read_only);
 		yajl_gen_map_close(g);
 	}
 	yajl_gen_array_close(g);
-	json_gen_key(g, "env");
-	yajl_gen_map_open(g);
-	for (uint32_t i = 0; i < s->env.n; i++) {
-		const char *kv = s->env.v[i], *eq = strchr(kv, '=');
-		if (!eq)
-			continue;
-		json_gen_bytes(g, kv, (size_t)(eq - kv));
-		json_gen_str(g, eq + 1);
+}
+
+static void gen_value(yajl_gen g, const struct jfield *f, const void *at)
+{
+	switch (f->jkind) {
+	case SBXJ_STR:
+		json_gen_str(g, *(char *const *)at);
+		break;
+	case SBXJ_BACKEND: {
+		uint32_t b = *(const uint32_t *)at;
+		json_gen_str(g, backend_names[b <= BACKEND_MAX_ ? b : BACKEND_DIRECT]);
+		break;
 	}
-	yajl_gen_map_close(g);
-	json_gen_key(g, "limits");
+	case SBXJ_BOOL:
+		yajl_gen_bool(g, *(const bool *)at);
+		break;
+	case SBXJ_UINT:
+		yajl_gen_integer(g, f->kind == PK_U32 ? (long long)*(const uint32_t *)at
+		                                      : (long long)*(const uint64_t *)at);
+		break;
+	case SBXJ_PORTS: {
+		const struct proto_u32v *uv = at;
+		yajl_gen_array_open(g);
+		for (uint32_t i = 0; i < uv->n; i++)
+			yajl_gen_integer(g, uv->v[i]);
+		yajl_gen_array_close(g);
+		break;
+	}
+	case SBXJ_STRV: {
+		const struct proto_strv *sv = at;
+		yajl_gen_array_open(g);
+		for (uint32_t i = 0; i < sv->n; i++)
+			json_gen_str(g, sv->v[i]);
+		yajl_gen_array_close(g);
+		break;
+	}
+	case SBXJ_ENV: {
+		const struct proto_strv *sv = at;
+		yajl_gen_map_open(g);
+		for (uint32_t i = 0; i < sv->n; i++) {
+			const char *kv = sv->v[i], *eq = strchr(kv, '=');
+			if (!eq)
+				continue;
+			json_gen_bytes(g, kv, (size_t)(eq - kv));
+			json_gen_str(g, eq + 1);
+		}
+		yajl_gen_map_close(g);
+		break;
+	}
+	case SBXJ_MOUNTS:
+		gen_mounts(g, at);
+		break;
+	}
+}
+
+void json_gen_sbx(yajl_gen g, const struct msg_SBX_REP *s)
+{
+	const char *open = NULL;
+
 	yajl_gen_map_open(g);
-	json_gen_kint(g, "timeoutMs", s->timeout_ms);
-	json_gen_kint(g, "memoryMb", s->memory_mb);
-	json_gen_kint(g, "pids", s->pids);
-	json_gen_kint(g, "outputBytes", (long long)s->output_bytes);
-	yajl_gen_map_close(g);
-	json_gen_kbool(g, "tracing", s->tracing);
-	if (s->backend == BACKEND_DOCKER)
-		json_gen_kstr(g, "image", s->image);
+	json_gen_kstr(g, "id", s->id);
+	for (size_t i = 0; i < JFIELDS_N; i++) {
+		const struct jfield *f = &jfields[i];
+		if (!same_parent(f->parent, open)) { /* members of one object are adjacent */
+			if (open)
+				yajl_gen_map_close(g);
+			if (f->parent) {
+				json_gen_key(g, f->parent);
+				yajl_gen_map_open(g);
+			}
+			open = f->parent;
+		}
+		json_gen_key(g, f->key);
+		gen_value(g, f, (const char *)s + f->r_off);
+	}
+	if (open)
+		yajl_gen_map_close(g);
 	json_gen_kstr(g, "workdir", s->workdir);
 	gen_time(g, "createdAt", s->created_at);
 	if (s->note && s->note[0])
 		json_gen_kstr(g, "note", s->note);
+	yajl_gen_map_close(g);
+}
+
+void json_gen_sbx_mounts(yajl_gen g, const struct msg_SBX_REP *s)
+{
+	yajl_gen_map_open(g);
+	json_gen_kstr(g, "sandboxId", s->id);
+	json_gen_key(g, "mounts");
+	gen_mounts(g, &s->mounts);
 	yajl_gen_map_close(g);
 }
 

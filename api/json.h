@@ -46,6 +46,12 @@ char *json_error_doc(enum proto_err e, const char *message, size_t *ret_len);
 
 /* Request parsers: fill a message from a client's JSON; errmsg says which field is wrong.
  * Return 0, -EINVAL (bad input: 400) or -E2BIG (code too large: 413). */
+/* The settings of a sandbox (create and PATCH bodies, the sbx_create / sbx_update tool
+ * arguments), walked from SBX_FIELDS: an unknown key anywhere (top level, inside ports or
+ * limits, inside a mount) or a read-only one (id, workdir, createdAt, note) is refused by
+ * name. extra: the one further key a front door allows (MCP: "sandboxId"), or NULL. */
+int json_parse_sbx_fields(yajl_val obj, const char *extra, struct msg_SBX_UPDATE *out,
+                          char *errmsg, size_t errlen);
 int json_parse_sbx_spec(yajl_val obj, struct msg_SBX_UPDATE *out, char *errmsg, size_t errlen);
 int json_parse_run(yajl_val obj, struct msg_RUN *out, char *errmsg, size_t errlen);
 int json_parse_exec(yajl_val obj, struct msg_EXEC *out, char *errmsg, size_t errlen);
@@ -53,6 +59,8 @@ int json_parse_policy(yajl_val obj, struct msg_POLICY_SET *inout, char *errmsg, 
 
 /* Reply serializers */
 void json_gen_sbx(yajl_gen g, const struct msg_SBX_REP *s);
+/* {"sandboxId": ..., "mounts": [...]}: the body of the mount routes. */
+void json_gen_sbx_mounts(yajl_gen g, const struct msg_SBX_REP *s);
 void json_gen_run(yajl_gen g, const struct msg_RUN_REP *r, const char *out, size_t out_len,
                   const char *err, size_t err_len);
 void json_gen_caps(yajl_gen g, const struct msg_CAPS_REP *c);

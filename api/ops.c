@@ -268,19 +268,7 @@ static void on_mounts(const struct stub_reply *rep, void *arg)
 		return;
 	}
 	g = json_gen_new();
-	yajl_gen_map_open(g);
-	json_gen_kstr(g, "sandboxId", sr->id);
-	json_gen_key(g, "mounts");
-	yajl_gen_array_open(g);
-	for (uint32_t i = 0; i < sr->mount_sources.n && i < sr->mount_targets.n; i++) {
-		yajl_gen_map_open(g);
-		json_gen_kstr(g, "source", sr->mount_sources.v[i]);
-		json_gen_kstr(g, "target", sr->mount_targets.v[i]);
-		json_gen_kbool(g, "readOnly", i < sr->mount_ro.n ? sr->mount_ro.v[i] != 0 : true);
-		yajl_gen_map_close(g);
-	}
-	yajl_gen_array_close(g);
-	yajl_gen_map_close(g);
+	json_gen_sbx_mounts(g, sr);
 	op_gen_done(o, o->row->status, g);
 	yajl_gen_free(g);
 }
@@ -405,7 +393,9 @@ static int start_sbx_update(struct op *o, const struct op_args *a, char *why, si
 {
 	struct msg_SBX_UPDATE u = { 0 };
 	int r;
-	if ((r = json_parse_sbx_spec(a->body, &u, why, whysz)) == 0) {
+	/* MCP names the sandbox in the arguments; REST in the path */
+	if ((r = json_parse_sbx_fields(a->body, a->entrance == ENTRANCE_MCP ? "sandboxId" : NULL,
+	                               &u, why, whysz)) == 0) {
 		free(u.id);
 		u.id = strdup(a->id);
 		r = u.id ? stub_sandbox_update(&u, on_single, o) : -ENOMEM;

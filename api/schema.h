@@ -4,23 +4,18 @@
 #ifndef SBX_API_SCHEMA_H
 #define SBX_API_SCHEMA_H
 
+#include "proto.h"
+
 #define S_STR  "{\"type\":\"string\"}"
 #define S_INT  "{\"type\":\"integer\",\"minimum\":0}"
 #define S_BOOL "{\"type\":\"boolean\"}"
-#define S_PORTS "{\"type\":\"array\",\"items\":{\"type\":\"integer\"}}"
-#define SCHEMA_SBX_SPEC_PROPS                                                                                 \
-	"\"name\":" S_STR ",\"backend\":{\"type\":\"string\",\"enum\":[\"direct\",\"docker\"]},"   \
-	"\"fsMode\":{\"type\":\"string\",\"enum\":[\"strict\",\"allowlist\",\"open\"]},"             \
-	"\"readPaths\":{\"type\":\"array\",\"items\":" S_STR "},\"network\":" S_BOOL ","           \
-	"\"ports\":{\"type\":\"object\",\"properties\":{\"listen\":" S_PORTS ",\"connect\":" S_PORTS \
-	",\"loopback\":" S_PORTS "}},"                                                             \
-	"\"env\":{\"type\":\"object\",\"additionalProperties\":" S_STR "},"                        \
-	"\"limits\":{\"type\":\"object\",\"properties\":{\"timeoutMs\":" S_INT ",\"memoryMb\":" S_INT \
-	",\"pids\":" S_INT ",\"outputBytes\":" S_INT "}},\"tracing\":" S_BOOL ",\"image\":" S_STR
+/* The settings, one property per top-level member of the sandbox object: generated from
+ * SBX_FIELDS (proto/sbx_fields.h) by string-literal concatenation, so it stays a literal. */
+#define SCHEMA_SBX_SPEC_PROPS SBX_SCHEMA_PROPS
 #define SCHEMA_SANDBOX                                                                                \
-	"{\"type\":\"object\",\"properties\":{\"id\":" S_STR ",\"name\":" S_STR                    \
-	",\"fsMode\":" S_STR ",\"network\":" S_BOOL ",\"workdir\":" S_STR ",\"createdAt\":" S_STR \
-	"},\"required\":[\"id\",\"name\"]}"
+	"{\"type\":\"object\",\"properties\":{\"id\":" S_STR "," SCHEMA_SBX_SPEC_PROPS                \
+	",\"workdir\":" S_STR ",\"createdAt\":" S_STR ",\"note\":" S_STR "},"                        \
+	"\"required\":[\"id\",\"name\"]}"
 #define SCHEMA_RUN                                                                                    \
 	"{\"type\":\"object\",\"properties\":{\"id\":" S_STR ",\"sandboxId\":" S_STR               \
 	",\"exitCode\":{\"type\":[\"integer\",\"null\"]},\"signal\":{\"type\":[\"integer\",\"null\"]}," \

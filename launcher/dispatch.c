@@ -12,7 +12,6 @@
 
 #include "caps.h"
 #include "cleanup.h"
-#include "fence/mounts.h"
 #include "log.h"
 #include "proto_chan.h"
 #include "sandbox.h"
@@ -75,6 +74,9 @@ static enum proto_err perr_from_errno(int r)
 	}
 }
 
+#define SBX_TOO_LARGE_MSG                                                                          \
+	"the sandbox's settings would not fit one message (64 KiB): use fewer or shorter paths"
+
 /* Load a sandbox named by an API-supplied id; replies on failure. */
 static int load_sandbox(struct proto_chan *ch, uint32_t id, const char *sid, struct sandbox *ret)
 {
@@ -99,8 +101,12 @@ static int send_sbx_rep(struct proto_chan *ch, uint32_t id, const struct sandbox
 	char note[SANDBOX_NOTE_MAX];
 	const char *why;
 	size_t n;
+	int r;
 
-	sandbox_to_rep(s, &rep);
+	if ((r = sandbox_to_rep(s, &rep)) < 0) {
+		reply_err(ch, id, PERR_INTERNAL, "out of memory");
+		return r;
+	}
 	sandbox_note(s, note, sizeof(note));
 	n = strlen(note);
 	if (s->backend == BACKEND_DOCKER && caps_docker_unavailable(&why) && n < sizeof(note))
@@ -109,7 +115,9 @@ static int send_sbx_rep(struct proto_chan *ch, uint32_t id, const struct sandbox
 	if (extra_note && *extra_note && n < sizeof(note))
 		snprintf(note + n, sizeof(note) - n, "%s%s", n ? "; " : "", extra_note);
 	rep.note = note;
-	return proto_chan_send(ch, MSG_SBX_REP, id, &rep, -1);
+	r = proto_chan_send(ch, MSG_SBX_REP, id, &rep, -1);
+	sandbox_rep_release(&rep);
+	return r;
 }
 
 /* ---- health, caps, policy ----------------------------------------------------------- */
@@ -216,12 +224,20 @@ static void h_sbx_create(struct proto_chan *ch, const struct proto_hdr *h, void 
 		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "%s", reason);
 		return;
 	}
+	/* the same source checks as MOUNT_ADD; a refused mount refuses the whole create */
+	if ((r = sandbox_mounts_resolve(DL, &in->mounts, reason, sizeof(reason))) < 0) {
+		reply_err(ch, h->id, r == -EPERM ? PERR_FORBIDDEN : PERR_INVALID_ARGUMENT, "%s", reason);
+		return;
+	}
+	spec.mounts = in->mounts;
 	if ((r = sandbox_create(DL, &spec, &s)) < 0) {
 		if (r == -EEXIST)
 			reply_err(ch, h->id, PERR_CONFLICT, "a sandbox named \"%s\" already exists", spec.name);
 		else if (r == -ENOSPC)
 			reply_err(ch, h->id, PERR_CONFLICT, "no room for another sandbox (at most %u)",
 			          SBX_SANDBOXES_MAX);
+		else if (r == -EMSGSIZE)
+			reply_err(ch, h->id, PERR_PAYLOAD_TOO_LARGE, SBX_TOO_LARGE_MSG);
 		else
 			reply_err(ch, h->id, PERR_INTERNAL, "creating the sandbox: %s", strerror(-r));
 		return;
@@ -359,6 +375,12 @@ static void h_sbx_update(struct proto_chan *ch, const struct proto_hdr *h, void 
 		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "%s", reason);
 		return;
 	}
+	if ((in->set_mask & SBXF_MOUNTS) &&
+	    (r = sandbox_mounts_resolve(DL, &in->mounts, reason, sizeof(reason))) < 0) {
+		reply_err(ch, h->id, r == -EPERM ? PERR_FORBIDDEN : PERR_INVALID_ARGUMENT, "%s", reason);
+		return;
+	}
+	spec.mounts = in->mounts;
 	if (load_sandbox(ch, h->id, in->id, &s) < 0)
 		return;
 	if ((in->set_mask & SBXF_NAME) && strcmp(spec.name, s.name) != 0 &&
@@ -369,10 +391,13 @@ static void h_sbx_update(struct proto_chan *ch, const struct proto_hdr *h, void 
 		return;
 	}
 	/* settings take effect on the next run: each run builds its fence from the row */
-	if ((r = sandbox_spec_apply(&s, &spec, in->set_mask)) < 0 ||
+	if ((r = sandbox_spec_apply(&s, &spec, in->set_mask)) < 0 || (r = sandbox_rep_fits(&s)) < 0 ||
 	    (r = store_sandbox_update(DL->db, &s)) < 0) {
-		reply_err(ch, h->id, r == -EEXIST ? PERR_CONFLICT : PERR_INTERNAL, "updating: %s",
-		          strerror(-r));
+		if (r == -EMSGSIZE)
+			reply_err(ch, h->id, PERR_PAYLOAD_TOO_LARGE, SBX_TOO_LARGE_MSG);
+		else
+			reply_err(ch, h->id, r == -EEXIST ? PERR_CONFLICT : PERR_INTERNAL,
+			          "updating: %s", strerror(-r));
 		sandbox_clear(&s);
 		return;
 	}
@@ -429,37 +454,26 @@ static void h_mount_add(struct proto_chan *ch, const struct proto_hdr *h, void *
 {
 	struct msg_MOUNT_ADD *in = m;
 	_cleanup_free_ char *canon = NULL;
-	const char *why = NULL;
+	char reason[SANDBOX_REASON_MAX];
 	struct sandbox s;
 	int r;
 
-	if ((r = mount_check_target(in->target, &why)) < 0) {
-		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "target: %s", why ? why : "invalid");
-		return;
-	}
-	if ((r = mount_check_source(in->source, launcher_home_dir(), DL->data_dir, &canon, &why)) < 0) {
-		reply_err(ch, h->id, r == -EPERM ? PERR_FORBIDDEN : PERR_INVALID_ARGUMENT, "source: %s",
-		          why ? why : strerror(-r));
+	if ((r = sandbox_mount_check(DL, in->source, in->target, &canon, reason, sizeof(reason))) < 0) {
+		reply_err(ch, h->id, r == -EPERM ? PERR_FORBIDDEN : PERR_INVALID_ARGUMENT, "%s", reason);
 		return;
 	}
 	if (load_sandbox(ch, h->id, in->sandbox_id, &s) < 0)
 		return;
-	for (uint32_t i = 0; i < s.mount_targets.n; i++)
-		if (strcmp(s.mount_targets.v[i], in->target) == 0) {
-			reply_err(ch, h->id, PERR_CONFLICT, "target \"%s\" is already mounted", in->target);
-			sandbox_clear(&s);
-			return;
-		}
-	if (s.mount_targets.n >= MOUNTS_MAX) {
-		reply_err(ch, h->id, PERR_CONFLICT, "at most %u mounts per sandbox", MOUNTS_MAX);
+	if ((r = sandbox_mount_append(&s, canon, in->target, in->read_only, reason, sizeof(reason))) < 0) {
+		reply_err(ch, h->id, r == -ENOMEM ? PERR_INTERNAL : PERR_CONFLICT, "%s", reason);
 		sandbox_clear(&s);
 		return;
 	}
-	if ((r = proto_strv_push(&s.mount_sources, canon)) < 0 ||
-	    (r = proto_strv_push(&s.mount_targets, in->target)) < 0 ||
-	    (r = proto_u32v_push(&s.mount_ro, in->read_only)) < 0 ||
-	    (r = store_sandbox_update(DL->db, &s)) < 0) {
-		reply_err(ch, h->id, PERR_INTERNAL, "adding the mount: %s", strerror(-r));
+	if ((r = sandbox_rep_fits(&s)) < 0 || (r = store_sandbox_update(DL->db, &s)) < 0) {
+		if (r == -EMSGSIZE)
+			reply_err(ch, h->id, PERR_PAYLOAD_TOO_LARGE, SBX_TOO_LARGE_MSG);
+		else
+			reply_err(ch, h->id, PERR_INTERNAL, "adding the mount: %s", strerror(-r));
 		sandbox_clear(&s);
 		return;
 	}

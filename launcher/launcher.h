@@ -30,22 +30,26 @@
 
 enum fs_mode { FS_STRICT = 0, FS_ALLOWLIST, FS_OPEN };
 
+/* A sandbox's stored settings: one member per line of SBX_FIELDS (proto/sbx_fields.h),
+ * typed by its kind; mounts are kept as three parallel lists, the shape the fence
+ * builders (bwrap, docker, seatbelt) walk. */
+#define SBX_SMEMBER_STR(m)  char *m;
+#define SBX_SMEMBER_ENUM(m) uint32_t m;
+#define SBX_SMEMBER_BOOL(m) bool m;
+#define SBX_SMEMBER_U32(m)  uint32_t m;
+#define SBX_SMEMBER_U64(m)  uint64_t m;
+#define SBX_SMEMBER_STRV(m) struct proto_strv m;
+#define SBX_SMEMBER_U32V(m) struct proto_u32v m;
+#define SBX_SMEMBER_MNTV(m) struct proto_strv m##_sources, m##_targets; struct proto_u32v m##_ro;
+#define SBX_SMEMBER_LEAF_(A, B, sep, cname, smember, kind, json, jkind, column, limit, max, dflt,   \
+                          schema, bit)                                                             \
+	SBX_SMEMBER_##kind(smember)
+#define SBX_SMEMBER_GROUP_(X, A, B, sep, json, MEMBERS, bit) MEMBERS(X, A, B)
+
 struct sandbox {
 	char id[PROTO_ID_MAX + 1];
-	char *name;
-	uint32_t backend; /* enum proto_backend */
-	enum fs_mode fs_mode;
-	char *fs_mode_raw; /* as stored; when it is not a known value fs_mode is FS_STRICT */
-	struct proto_strv read_paths;
-	bool network;
-	struct proto_u32v ports_listen, ports_connect, ports_loopback;
-	struct proto_strv env; /* "KEY=value" */
-	uint32_t timeout_ms, memory_mb, pids;
-	uint64_t output_bytes;
-	bool tracing;
-	char *image;
-	struct proto_strv mount_sources, mount_targets;
-	struct proto_u32v mount_ro;
+	SBX_FIELDS(SBX_SMEMBER_LEAF_, SBX_SMEMBER_GROUP_, _, _)
+	enum fs_mode fs_mode; /* parsed from fs_mode_raw; an unknown value is FS_STRICT */
 	char *workdir;
 	uint32_t jail_uid; /* host uid (and gid) jails of this sandbox run as, when root */
 	uint64_t created_at;

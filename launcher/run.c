@@ -866,6 +866,7 @@ int run_code(struct launcher *L, const struct run_request *req, run_done_fn done
 	r->res.entrance = req->entrance;
 	r->res.isolation = r->isolation;
 	r->res.created_at = now_unix_s();
+	sandbox_note_run(&r->sb, &r->res.note); /* what the sandbox's settings do not enforce */
 	if (!sandboxed && strcmp(r->isolation, "degraded") == 0)
 		append_note(r, "bwrap is not installed: this run had no OS barrier");
 	else if (!sandboxed)

@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,7 @@
 #include <event2/event.h>
 
 #include "cleanup.h"
+#include "fence/mounts.h"
 #include "store.h"
 #include "util.h"
 
@@ -98,26 +101,196 @@ static bool image_ok(const char *s)
 	return true;
 }
 
-static int check_ports(const struct proto_u32v *uv, const char *what, char *reason, size_t sz)
+/* ---- the field table ------------------------------------------------------------ */
+
+#define SB_COL_(c)      #c
+#define SB_COL_STR      SB_COL_
+#define SB_COL_ENUM     SB_COL_
+#define SB_COL_BOOL     SB_COL_
+#define SB_COL_U32      SB_COL_
+#define SB_COL_U64      SB_COL_
+#define SB_COL_STRV     SB_COL_
+#define SB_COL_U32V     SB_COL_
+#define SB_COL_MNTV(c)  NULL
+#define SB_OFF_(m)      offsetof(struct sandbox, m)
+#define SB_OFF_STR      SB_OFF_
+#define SB_OFF_ENUM     SB_OFF_
+#define SB_OFF_BOOL     SB_OFF_
+#define SB_OFF_U32      SB_OFF_
+#define SB_OFF_U64      SB_OFF_
+#define SB_OFF_STRV     SB_OFF_
+#define SB_OFF_U32V     SB_OFF_
+#define SB_OFF_MNTV(m)  offsetof(struct sandbox, m##_sources)
+#define SANDBOX_FIELD_LEAF_(A, PREFIX, sep, cname, smember, kind, json, jkind, column, limit, max, \
+                            dflt, schema, bit)                                                    \
+	{ PREFIX json,                                                                             \
+	  PK_##kind,                                                                               \
+	  SB_COL_##kind(column),                                                                   \
+	  SBXF_##bit,                                                                              \
+	  limit,                                                                                   \
+	  max,                                                                                     \
+	  dflt,                                                                                    \
+	  offsetof(struct sandbox_spec, cname),                                                    \
+	  offsetof(struct msg_SBX_REP, cname),                                                     \
+	  SB_OFF_##kind(smember) },
+#define SANDBOX_FIELD_GROUP_(X, A, PREFIX, sep, json, MEMBERS, bit) MEMBERS(X, A, json ".")
+const struct sandbox_field sandbox_fields[] = { SBX_FIELDS(SANDBOX_FIELD_LEAF_,
+	                                                   SANDBOX_FIELD_GROUP_, _, "") };
+const size_t sandbox_fields_n = sizeof(sandbox_fields) / sizeof(sandbox_fields[0]);
+
+_Static_assert(MOUNTS_MAX == SBX_MOUNTS_MAX, "one limit on mounts, on the wire and here");
+
+/* The size of a kind's C type (struct sandbox and the messages use the same types). */
+static size_t sandbox_kind_size(enum proto_kind k)
 {
-	if (uv->n > PROTO_LIST_MAX) {
-		snprintf(reason, sz, "ports.%s: more than %u entries", what, PROTO_LIST_MAX);
-		return -EINVAL;
-	}
-	for (uint32_t i = 0; i < uv->n; i++)
-		if (uv->v[i] < 1 || uv->v[i] > 65535) {
-			snprintf(reason, sz, "ports.%s: %u is not a port (1..65535)", what, uv->v[i]);
+	static const size_t sizes[] = {
+		[PK_U32] = sizeof(PROTO_CTYPE_U32),   [PK_U64] = sizeof(PROTO_CTYPE_U64),
+		[PK_BOOL] = sizeof(PROTO_CTYPE_BOOL), [PK_ENUM] = sizeof(PROTO_CTYPE_ENUM),
+		[PK_STR] = sizeof(PROTO_CTYPE_STR),   [PK_STRV] = sizeof(PROTO_CTYPE_STRV),
+		[PK_U32V] = sizeof(PROTO_CTYPE_U32V), [PK_MNTV] = sizeof(PROTO_CTYPE_MNTV),
+	};
+	return sizes[k];
+}
+
+#define AT(base, off) ((void *)((char *)(base) + (off)))
+#define CAT(base, off) ((const void *)((const char *)(base) + (off)))
+
+/* The rules every field of a kind obeys; the named rules of single fields follow. */
+static int check_generic(const struct sandbox_field *f, const void *at, char *reason, size_t sz)
+{
+	switch (f->kind) {
+	case PK_STR: {
+		const char *v = *(char *const *)at;
+		if (v && (strlen(v) > f->limit || has_ctrl(v))) {
+			snprintf(reason, sz, "%s: at most %u bytes, no control characters", f->path,
+			         f->limit);
 			return -EINVAL;
 		}
+		return 0;
+	}
+	case PK_ENUM:
+		if (*(const uint32_t *)at > f->limit) {
+			snprintf(reason, sz, "%s: unknown value %u", f->path, *(const uint32_t *)at);
+			return -EINVAL;
+		}
+		return 0;
+	case PK_U32:
+	case PK_U64: {
+		uint64_t v = f->kind == PK_U32 ? *(const uint32_t *)at : *(const uint64_t *)at;
+		if (f->max && v > f->max) {
+			snprintf(reason, sz, "%s: %llu is above the maximum %llu", f->path,
+			         (unsigned long long)v, (unsigned long long)f->max);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	case PK_BOOL:
+		return 0;
+	case PK_STRV: {
+		const struct proto_strv *sv = at;
+		if (sv->n > f->limit) {
+			snprintf(reason, sz, "%s: more than %u entries", f->path, f->limit);
+			return -EINVAL;
+		}
+		for (uint32_t i = 0; i < sv->n; i++)
+			if (has_ctrl(sv->v[i])) { /* stored newline-joined */
+				snprintf(reason, sz, "%s[%u]: control characters are not allowed",
+				         f->path, i);
+				return -EINVAL;
+			}
+		return 0;
+	}
+	case PK_U32V: { /* port lists: the only U32V settings */
+		const struct proto_u32v *uv = at;
+		if (uv->n > f->limit) {
+			snprintf(reason, sz, "%s: more than %u entries", f->path, f->limit);
+			return -EINVAL;
+		}
+		for (uint32_t i = 0; i < uv->n; i++)
+			if (uv->v[i] < 1 || uv->v[i] > 65535) {
+				snprintf(reason, sz, "%s: %u is not a port (1..65535)", f->path, uv->v[i]);
+				return -EINVAL;
+			}
+		return 0;
+	}
+	case PK_MNTV: {
+		const struct proto_mountv *mv = at;
+		const char *why = NULL;
+		if (mv->n > f->limit) {
+			snprintf(reason, sz, "%s: at most %u mounts per sandbox", f->path, f->limit);
+			return -EINVAL;
+		}
+		for (uint32_t i = 0; i < mv->n; i++) {
+			if (mount_check_target(mv->v[i].target, &why) < 0) {
+				snprintf(reason, sz, "%s[%u].target: %s", f->path, i, why ? why : "invalid");
+				return -EINVAL;
+			}
+			for (uint32_t j = 0; j < i; j++)
+				if (strcmp(mv->v[j].target, mv->v[i].target) == 0) {
+					snprintf(reason, sz, "%s: target \"%s\" is given twice", f->path,
+					         mv->v[i].target);
+					return -EINVAL;
+				}
+		}
+		return 0;
+	}
+	case PK_BYTES: /* stream data, never a sandbox setting */
+		break;
+	}
+	return -EINVAL;
+}
+
+static int check_name(const char *name, char *reason, size_t reasonsz)
+{
+	size_t n = name ? strlen(name) : 0;
+	if (n == 0 || n > PROTO_NAME_MAX) {
+		snprintf(reason, reasonsz, "name: required, 1..%u bytes", PROTO_NAME_MAX);
+		return -EINVAL;
+	}
+	if (has_ctrl(name) || name[0] == ' ' || name[n - 1] == ' ') {
+		snprintf(reason, reasonsz,
+		         "name: control characters and leading/trailing spaces are not allowed");
+		return -EINVAL;
+	}
 	return 0;
 }
 
-static int check_limit(uint64_t v, uint64_t max, const char *what, char *reason, size_t sz)
+static int check_read_paths(const struct proto_strv *rp, char *reason, size_t reasonsz)
 {
-	if (v > max) {
-		snprintf(reason, sz, "limits.%s: %llu is above the maximum %llu", what,
-		         (unsigned long long)v, (unsigned long long)max);
-		return -EINVAL;
+	for (uint32_t i = 0; i < rp->n; i++) {
+		const char *p = rp->v[i];
+		if (p[0] != '/' || strlen(p) > SANDBOX_PATH_MAX) {
+			snprintf(reason, reasonsz,
+			         "readPaths[%u]: must be an absolute path without control characters, "
+			         "at most %u bytes",
+			         i, SANDBOX_PATH_MAX);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int check_env(const struct proto_strv *env, char *reason, size_t reasonsz)
+{
+	for (uint32_t i = 0; i < env->n; i++) {
+		const char *kv = env->v[i], *eq = strchr(kv, '=');
+		size_t klen = eq ? (size_t)(eq - kv) : 0;
+		if (!eq || !env_key_ok(kv, klen)) {
+			snprintf(reason, reasonsz,
+			         "env[%u]: must be KEY=value with KEY [A-Za-z_][A-Za-z0-9_]* and no "
+			         "control characters",
+			         i);
+			return -EINVAL;
+		}
+		if (env_key_forbidden(kv, klen)) {
+			snprintf(reason, reasonsz, "env: %.*s is not allowed", (int)klen, kv);
+			return -EINVAL;
+		}
+		for (uint32_t j = 0; j < i; j++)
+			if (strncmp(env->v[j], kv, klen + 1) == 0) {
+				snprintf(reason, reasonsz, "env: %.*s is given twice", (int)klen, kv);
+				return -EINVAL;
+			}
 	}
 	return 0;
 }
@@ -131,85 +304,17 @@ int sandbox_spec_check(const struct sandbox_spec *spec, uint32_t mask, char *rea
 		snprintf(reason, reasonsz, "unknown fields in the update mask (0x%x)", mask);
 		return -EINVAL;
 	}
-	if (mask & SBXF_NAME) {
-		size_t n = spec->name ? strlen(spec->name) : 0;
-		if (n == 0 || n > PROTO_NAME_MAX) {
-			snprintf(reason, reasonsz, "name: required, 1..%u bytes", PROTO_NAME_MAX);
-			return -EINVAL;
-		}
-		if (has_ctrl(spec->name) || spec->name[0] == ' ' || spec->name[n - 1] == ' ') {
-			snprintf(reason, reasonsz,
-			         "name: control characters and leading/trailing spaces are not allowed");
-			return -EINVAL;
-		}
-	}
-	if ((mask & SBXF_BACKEND) && spec->backend > BACKEND_MAX_) {
-		snprintf(reason, reasonsz, "backend: unknown value %u", spec->backend);
-		return -EINVAL;
-	}
-	if ((mask & SBXF_FS_MODE) && spec->fs_mode &&
-	    (strlen(spec->fs_mode) > PROTO_NAME_MAX || has_ctrl(spec->fs_mode))) {
-		snprintf(reason, reasonsz, "fsMode: control characters are not allowed");
-		return -EINVAL;
-	}
-	if (mask & SBXF_READ_PATHS) {
-		if (spec->read_paths.n > PROTO_LIST_MAX) {
-			snprintf(reason, reasonsz, "readPaths: more than %u entries", PROTO_LIST_MAX);
-			return -EINVAL;
-		}
-		for (uint32_t i = 0; i < spec->read_paths.n; i++) {
-			const char *p = spec->read_paths.v[i];
-			if (p[0] != '/' || strlen(p) > SANDBOX_PATH_MAX || has_ctrl(p)) {
-				snprintf(reason, reasonsz,
-				         "readPaths[%u]: must be an absolute path without control "
-				         "characters, at most %u bytes",
-				         i, SANDBOX_PATH_MAX);
-				return -EINVAL;
-			}
-		}
-	}
-	if (mask & SBXF_PORTS) {
-		if ((r = check_ports(&spec->ports_listen, "listen", reason, reasonsz)) < 0 ||
-		    (r = check_ports(&spec->ports_connect, "connect", reason, reasonsz)) < 0 ||
-		    (r = check_ports(&spec->ports_loopback, "loopback", reason, reasonsz)) < 0)
+	for (size_t i = 0; i < sandbox_fields_n; i++) {
+		const struct sandbox_field *f = &sandbox_fields[i];
+		if ((mask & f->bit) && (r = check_generic(f, CAT(spec, f->spec_off), reason, reasonsz)) < 0)
 			return r;
 	}
-	if (mask & SBXF_ENV) {
-		if (spec->env.n > PROTO_LIST_MAX) {
-			snprintf(reason, reasonsz, "env: more than %u entries", PROTO_LIST_MAX);
-			return -EINVAL;
-		}
-		for (uint32_t i = 0; i < spec->env.n; i++) {
-			const char *kv = spec->env.v[i], *eq = strchr(kv, '=');
-			size_t klen = eq ? (size_t)(eq - kv) : 0;
-			if (!eq || !env_key_ok(kv, klen) || has_ctrl(kv)) {
-				snprintf(reason, reasonsz,
-				         "env[%u]: must be KEY=value with KEY [A-Za-z_][A-Za-z0-9_]* "
-				         "and no control characters",
-				         i);
-				return -EINVAL;
-			}
-			if (env_key_forbidden(kv, klen)) {
-				snprintf(reason, reasonsz, "env: %.*s is not allowed", (int)klen, kv);
-				return -EINVAL;
-			}
-			for (uint32_t j = 0; j < i; j++)
-				if (strncmp(spec->env.v[j], kv, klen + 1) == 0) {
-					snprintf(reason, reasonsz, "env: %.*s is given twice", (int)klen, kv);
-					return -EINVAL;
-				}
-		}
-	}
-	if (mask & SBXF_LIMITS) {
-		if ((r = check_limit(spec->timeout_ms, SBX_TIMEOUT_MS_MAX, "timeoutMs", reason,
-		                     reasonsz)) < 0 ||
-		    (r = check_limit(spec->memory_mb, SBX_MEMORY_MB_MAX, "memoryMb", reason,
-		                     reasonsz)) < 0 ||
-		    (r = check_limit(spec->pids, SBX_PIDS_MAX, "pids", reason, reasonsz)) < 0 ||
-		    (r = check_limit(spec->output_bytes, SBX_OUTPUT_BYTES_MAX, "outputBytes", reason,
-		                     reasonsz)) < 0)
-			return r;
-	}
+	if ((mask & SBXF_NAME) && (r = check_name(spec->name, reason, reasonsz)) < 0)
+		return r;
+	if ((mask & SBXF_READ_PATHS) && (r = check_read_paths(&spec->read_paths, reason, reasonsz)) < 0)
+		return r;
+	if ((mask & SBXF_ENV) && (r = check_env(&spec->env, reason, reasonsz)) < 0)
+		return r;
 	if ((mask & SBXF_IMAGE) && spec->image && !image_ok(spec->image)) {
 		snprintf(reason, reasonsz, "image: only [A-Za-z0-9._-/:@], not starting with '-'");
 		return -EINVAL;
@@ -255,52 +360,179 @@ static int str_set(char **dst, const char *src)
 	return 0;
 }
 
+/* The spec's mounts (sources already canonical) become the sandbox's mount lists. */
+static int mounts_set(struct sandbox *s, const struct proto_mountv *mv)
+{
+	struct sandbox n = { 0 };
+	char reason[SANDBOX_REASON_MAX];
+	int r = 0;
+	for (uint32_t i = 0; i < mv->n && r == 0; i++)
+		r = sandbox_mount_append(&n, mv->v[i].source, mv->v[i].target, mv->v[i].read_only,
+		                         reason, sizeof(reason));
+	if (r == 0) {
+		proto_strv_clear(&s->mount_sources);
+		proto_strv_clear(&s->mount_targets);
+		proto_u32v_clear(&s->mount_ro);
+		s->mount_sources = n.mount_sources;
+		s->mount_targets = n.mount_targets;
+		s->mount_ro = n.mount_ro;
+		return 0;
+	}
+	proto_strv_clear(&n.mount_sources);
+	proto_strv_clear(&n.mount_targets);
+	proto_u32v_clear(&n.mount_ro);
+	return r;
+}
+
+static int apply_one(const struct sandbox_field *f, void *dst, const void *src, struct sandbox *s)
+{
+	switch (f->kind) {
+	case PK_STR:
+		return str_set(dst, *(char *const *)src);
+	case PK_ENUM:
+	case PK_U32: /* an integer with a default: 0 = keep the current value */
+		if (!f->dflt || *(const uint32_t *)src)
+			*(uint32_t *)dst = *(const uint32_t *)src;
+		return 0;
+	case PK_U64:
+		if (!f->dflt || *(const uint64_t *)src)
+			*(uint64_t *)dst = *(const uint64_t *)src;
+		return 0;
+	case PK_BOOL:
+		*(bool *)dst = *(const bool *)src;
+		return 0;
+	case PK_STRV:
+		return strv_copy(dst, src);
+	case PK_U32V:
+		return u32v_copy(dst, src);
+	case PK_MNTV:
+		return mounts_set(s, src);
+	case PK_BYTES:
+		break;
+	}
+	return -EINVAL;
+}
+
 int sandbox_spec_apply(struct sandbox *s, const struct sandbox_spec *spec, uint32_t mask)
 {
 	int r;
-	if ((mask & SBXF_NAME) && (r = str_set(&s->name, spec->name)) < 0)
-		return r;
-	if (mask & SBXF_BACKEND)
-		s->backend = spec->backend;
-	if (mask & SBXF_FS_MODE) {
-		const char *raw = spec->fs_mode && *spec->fs_mode ? spec->fs_mode : "strict";
-		if ((r = str_set(&s->fs_mode_raw, raw)) < 0)
+	for (size_t i = 0; i < sandbox_fields_n; i++) {
+		const struct sandbox_field *f = &sandbox_fields[i];
+		void *dst = AT(s, f->sb_off);
+		if ((mask & f->bit) && (r = apply_one(f, dst, CAT(spec, f->spec_off), s)) < 0)
 			return r;
-		s->fs_mode = sandbox_fs_mode_parse(raw, NULL);
+		/* a sandbox never holds 0 where 0 means "the default" */
+		if (f->dflt && f->kind == PK_U32 && !*(uint32_t *)dst)
+			*(uint32_t *)dst = (uint32_t)f->dflt;
+		if (f->dflt && f->kind == PK_U64 && !*(uint64_t *)dst)
+			*(uint64_t *)dst = f->dflt;
 	}
-	if ((mask & SBXF_READ_PATHS) && (r = strv_copy(&s->read_paths, &spec->read_paths)) < 0)
-		return r;
-	if (mask & SBXF_NETWORK)
-		s->network = spec->network;
-	if ((mask & SBXF_PORTS) && ((r = u32v_copy(&s->ports_listen, &spec->ports_listen)) < 0 ||
-	                            (r = u32v_copy(&s->ports_connect, &spec->ports_connect)) < 0 ||
-	                            (r = u32v_copy(&s->ports_loopback, &spec->ports_loopback)) < 0))
-		return r;
-	if ((mask & SBXF_ENV) && (r = strv_copy(&s->env, &spec->env)) < 0)
-		return r;
-	if (mask & SBXF_LIMITS) { /* only the non-zero ones: 0 = keep (or the default) */
-		if (spec->timeout_ms)
-			s->timeout_ms = spec->timeout_ms;
-		if (spec->memory_mb)
-			s->memory_mb = spec->memory_mb;
-		if (spec->pids)
-			s->pids = spec->pids;
-		if (spec->output_bytes)
-			s->output_bytes = spec->output_bytes;
+	if (mask & SBXF_FS_MODE) {
+		if (!s->fs_mode_raw[0] && (r = str_set(&s->fs_mode_raw, "strict")) < 0)
+			return r;
+		s->fs_mode = sandbox_fs_mode_parse(s->fs_mode_raw, NULL);
 	}
-	if (!s->timeout_ms)
-		s->timeout_ms = SBX_TIMEOUT_MS_DEFAULT;
-	if (!s->memory_mb)
-		s->memory_mb = SBX_MEMORY_MB_DEFAULT;
-	if (!s->pids)
-		s->pids = SBX_PIDS_DEFAULT;
-	if (!s->output_bytes)
-		s->output_bytes = SBX_OUTPUT_BYTES_DEFAULT;
-	if (mask & SBXF_TRACING)
-		s->tracing = spec->tracing;
-	if ((mask & SBXF_IMAGE) && (r = str_set(&s->image, spec->image)) < 0)
-		return r;
 	return 0;
+}
+
+void sandbox_clear(struct sandbox *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < sandbox_fields_n; i++) {
+		const struct sandbox_field *f = &sandbox_fields[i];
+		void *at = AT(s, f->sb_off);
+		if (f->kind == PK_STR)
+			free(*(char **)at);
+		else if (f->kind == PK_STRV)
+			proto_strv_clear(at);
+		else if (f->kind == PK_U32V)
+			proto_u32v_clear(at);
+	}
+	proto_strv_clear(&s->mount_sources);
+	proto_strv_clear(&s->mount_targets);
+	proto_u32v_clear(&s->mount_ro);
+	free(s->workdir);
+	memset(s, 0, sizeof(*s));
+}
+
+/* ---- mounts ------------------------------------------------------------------------ */
+
+int sandbox_mount_check(struct launcher *L, const char *source, const char *target,
+                        char **ret_canon, char *reason, size_t reasonsz)
+{
+	const char *why = NULL;
+	int r;
+
+	if (mount_check_target(target, &why) < 0) {
+		snprintf(reason, reasonsz, "target: %s", why ? why : "invalid");
+		return -EINVAL;
+	}
+	if ((r = mount_check_source(source, launcher_home_dir(), L->data_dir, ret_canon, &why)) < 0) {
+		snprintf(reason, reasonsz, "source: %s", why ? why : strerror(-r));
+		return r == -EPERM ? -EPERM : -EINVAL;
+	}
+	return 0;
+}
+
+int sandbox_mounts_resolve(struct launcher *L, struct proto_mountv *mv, char *reason,
+                           size_t reasonsz)
+{
+	for (uint32_t i = 0; i < mv->n; i++) {
+		char *canon = NULL, why[SANDBOX_REASON_MAX];
+		int r = sandbox_mount_check(L, mv->v[i].source, mv->v[i].target, &canon, why,
+		                            sizeof(why));
+		if (r < 0) {
+			snprintf(reason, reasonsz, "mounts[%u].%s", i, why);
+			return r;
+		}
+		free(mv->v[i].source);
+		mv->v[i].source = canon;
+	}
+	return 0;
+}
+
+int sandbox_mount_append(struct sandbox *s, const char *canon, const char *target, bool ro,
+                         char *reason, size_t reasonsz)
+{
+	int r;
+	for (uint32_t i = 0; i < s->mount_targets.n; i++)
+		if (strcmp(s->mount_targets.v[i], target) == 0) {
+			snprintf(reason, reasonsz, "target \"%s\" is already mounted", target);
+			return -EEXIST;
+		}
+	if (s->mount_targets.n >= MOUNTS_MAX) {
+		snprintf(reason, reasonsz, "at most %u mounts per sandbox", MOUNTS_MAX);
+		return -ENOSPC;
+	}
+	if ((r = proto_strv_push(&s->mount_sources, canon)) < 0 ||
+	    (r = proto_strv_push(&s->mount_targets, target)) < 0 ||
+	    (r = proto_u32v_push(&s->mount_ro, ro)) < 0) {
+		snprintf(reason, reasonsz, "out of memory");
+		return r;
+	}
+	return 0;
+}
+
+/* ---- notes ------------------------------------------------------------------------- */
+
+static void note_add(char *buf, size_t bufsz, size_t *n, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void note_add(char *buf, size_t bufsz, size_t *n, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+	if (*n >= bufsz)
+		return;
+	if (*n)
+		*n += (size_t)snprintf(buf + *n, bufsz - *n, "; ");
+	if (*n >= bufsz)
+		return;
+	va_start(ap, fmt);
+	k = vsnprintf(buf + *n, bufsz - *n, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		*n += (size_t)k;
 }
 
 void sandbox_note(const struct sandbox *s, char *buf, size_t bufsz)
@@ -311,11 +543,35 @@ void sandbox_note(const struct sandbox *s, char *buf, size_t bufsz)
 	buf[0] = '\0';
 	sandbox_fs_mode_parse(s->fs_mode_raw, &unknown);
 	if (unknown && s->fs_mode_raw)
-		n += (size_t)snprintf(buf, bufsz, "fsMode \"%s\" is not recognised; treated as strict",
-		                      s->fs_mode_raw);
-	if (s->backend == BACKEND_DOCKER && n < bufsz)
-		snprintf(buf + n, bufsz - n, "%sfsMode does not apply to the docker backend",
-		         n ? "; " : "");
+		note_add(buf, bufsz, &n, "fsMode \"%s\" is not recognised; treated as strict",
+		         s->fs_mode_raw);
+	if (s->backend == BACKEND_DOCKER)
+		note_add(buf, bufsz, &n, "fsMode does not apply to the docker backend");
+	/* accepted settings without a fence yet: say so, never let them read as enforced */
+	if (s->ports_listen.n || s->ports_connect.n || s->ports_loopback.n)
+		note_add(buf, bufsz, &n,
+		         "ports are stored but not enforced yet: this build has no pasta / Landlock "
+		         "port fence, so listen ports are not reachable from the host and connect / "
+		         "loopback ports open nothing; what a run can reach follows network alone");
+	if (s->tracing)
+		note_add(buf, bufsz, &n,
+		         "tracing is not implemented yet: runs record no trace events");
+	if (s->network && s->backend != BACKEND_DOCKER)
+		note_add(buf, bufsz, &n,
+		         "network: true is refused at run time: the pasta network fence that keeps "
+		         "the host's loopback out is not built yet");
+}
+
+void sandbox_note_run(const struct sandbox *s, char **note)
+{
+	char buf[SANDBOX_NOTE_MAX];
+	char *n = NULL;
+
+	sandbox_note(s, buf, sizeof(buf));
+	if (!buf[0] || asprintf(&n, "%s%s%s", *note ? *note : "", *note ? "; " : "", buf) < 0)
+		return;
+	free(*note);
+	*note = n;
 }
 
 /* <data>/sandboxes/<id>, created beneath an fd so a planted link cannot redirect it. */
@@ -377,7 +633,7 @@ int sandbox_create(struct launcher *L, const struct sandbox_spec *spec, struct s
 		r = -ENOMEM;
 		goto fail_dir;
 	}
-	if ((r = store_sandbox_insert(L->db, &s)) < 0)
+	if ((r = sandbox_rep_fits(&s)) < 0 || (r = store_sandbox_insert(L->db, &s)) < 0)
 		goto fail_dir;
 	*ret = s;
 	return 0;
@@ -404,32 +660,72 @@ int sandbox_ensure_default(struct launcher *L, struct sandbox *ret)
 	return sandbox_create(L, &spec, ret);
 }
 
-void sandbox_to_rep(const struct sandbox *s, struct msg_SBX_REP *rep)
+int sandbox_to_rep(const struct sandbox *s, struct msg_SBX_REP *rep)
 {
 	memset(rep, 0, sizeof(*rep));
 	rep->id = (char *)s->id;
-	rep->name = s->name;
-	rep->backend = s->backend;
+	for (size_t i = 0; i < sandbox_fields_n; i++) {
+		const struct sandbox_field *f = &sandbox_fields[i];
+		const void *at = CAT(s, f->sb_off);
+		void *dst = AT(rep, f->rep_off);
+		switch (f->kind) {
+		case PK_STR:
+			*(const char **)dst = *(char *const *)at ? *(char *const *)at : "";
+			break;
+		case PK_ENUM:
+		case PK_U32:
+		case PK_U64:
+		case PK_BOOL:
+		case PK_STRV: /* lists are borrowed: the reply is sent before s goes */
+		case PK_U32V:
+			memcpy(dst, at, sandbox_kind_size(f->kind));
+			break;
+		case PK_MNTV: {
+			struct proto_mountv *mv = dst;
+			uint32_t n = s->mount_sources.n < s->mount_targets.n ? s->mount_sources.n
+			                                                     : s->mount_targets.n;
+			if (n && !(mv->v = calloc(n, sizeof(*mv->v))))
+				return -ENOMEM;
+			for (uint32_t k = 0; k < n; k++)
+				mv->v[k] = (struct proto_mount){ s->mount_sources.v[k], s->mount_targets.v[k],
+					                         k < s->mount_ro.n ? s->mount_ro.v[k] != 0
+					                                           : true };
+			mv->n = n;
+			break;
+		}
+		case PK_BYTES:
+			break;
+		}
+	}
 	/* the mode in force; the note names an unrecognised stored value */
 	rep->fs_mode = (char *)sandbox_fs_mode_name(s->fs_mode);
-	rep->read_paths = s->read_paths;
-	rep->network = s->network;
-	rep->ports_listen = s->ports_listen;
-	rep->ports_connect = s->ports_connect;
-	rep->ports_loopback = s->ports_loopback;
-	rep->env = s->env;
-	rep->timeout_ms = s->timeout_ms;
-	rep->memory_mb = s->memory_mb;
-	rep->pids = s->pids;
-	rep->output_bytes = s->output_bytes;
-	rep->tracing = s->tracing;
-	rep->image = s->image ? s->image : (char *)"";
-	rep->mount_sources = s->mount_sources;
-	rep->mount_targets = s->mount_targets;
-	rep->mount_ro = s->mount_ro;
 	rep->workdir = s->workdir ? s->workdir : (char *)"";
 	rep->created_at = s->created_at;
 	rep->note = (char *)"";
+	return 0;
+}
+
+int sandbox_rep_fits(const struct sandbox *s)
+{
+	static uint8_t buf[PROTO_MSG_MAX];
+	static char note[SANDBOX_NOTE_MAX];
+	struct msg_SBX_REP rep;
+	int r;
+
+	if ((r = sandbox_to_rep(s, &rep)) < 0)
+		return r;
+	memset(note, 'n', sizeof(note) - 1); /* the longest note send_sbx_rep can add */
+	rep.note = note;
+	r = proto_encode(MSG_SBX_REP, 0, false, &rep, buf, sizeof(buf));
+	sandbox_rep_release(&rep);
+	return r < 0 ? r : 0;
+}
+
+void sandbox_rep_release(struct msg_SBX_REP *rep)
+{
+	free(rep->mounts.v); /* the strings are the sandbox's */
+	rep->mounts.v = NULL;
+	rep->mounts.n = 0;
 }
 
 /* ---- removal -------------------------------------------------------------------- */

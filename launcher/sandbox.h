@@ -33,6 +33,22 @@ struct sandbox_spec {
 		SBX_SPEC_FIELDS(SANDBOX_SPEC_COPY_, (dst))                                         \
 	} while (0)
 
+/* One line of SBX_FIELDS as the launcher walks it: check, apply, clear, reply and the
+ * store's columns all loop over sandbox_fields[] instead of naming each setting. */
+struct sandbox_field {
+	const char *path;     /* JSON path for messages: "name", "limits.timeoutMs" */
+	enum proto_kind kind;
+	const char *column;   /* the sandboxes column; NULL for mounts (their own table) */
+	uint32_t bit;         /* SBXF_* */
+	uint32_t limit;       /* wire limit: bytes, entries, largest enum value */
+	uint64_t max, dflt;   /* integers: largest accepted value (0: none), what 0 means */
+	size_t spec_off;      /* offsetof(struct sandbox_spec, cname) */
+	size_t rep_off;       /* offsetof(struct msg_SBX_REP, cname) */
+	size_t sb_off;        /* offsetof(struct sandbox, smember) (mounts: mount_sources) */
+};
+extern const struct sandbox_field sandbox_fields[];
+extern const size_t sandbox_fields_n;
+
 /* A request id / sandbox id / run id from the API: 1..PROTO_ID_MAX of [a-z0-9_]. */
 bool sandbox_id_valid(const char *id);
 
@@ -44,12 +60,30 @@ int sandbox_spec_check(const struct sandbox_spec *spec, uint32_t mask, char *rea
  * (or the default when s has none). Returns 0 or -ENOMEM (s then needs sandbox_clear). */
 int sandbox_spec_apply(struct sandbox *s, const struct sandbox_spec *spec, uint32_t mask);
 
-/* Notes a reply about s must carry (unknown fsMode, fsMode under docker), "" if none. */
+/* What a reply about s must say is not (or not as asked) enforced: an unknown fsMode,
+ * fsMode under docker, ports and tracing (stored, no fence yet), network on bwrap. "" if
+ * none. Cut at bufsz; SANDBOX_NOTE_MAX holds them all. */
 void sandbox_note(const struct sandbox *s, char *buf, size_t bufsz);
+/* The same note for a run of s, appended to *note ("; "-separated); unchanged when there
+ * is nothing to say or no memory. */
+void sandbox_note_run(const struct sandbox *s, char **note);
+
+/* Check one mount the way POST /mounts and a create body both must: the target stays in
+ * the sandbox, the source exists and is not forbidden (fence/mounts.c). Returns 0 with
+ * the canonical source in *ret_canon, -EPERM (forbidden) or -EINVAL with a reason. */
+int sandbox_mount_check(struct launcher *L, const char *source, const char *target,
+                        char **ret_canon, char *reason, size_t reasonsz);
+/* Replace every source of mv by its canonical path after sandbox_mount_check. */
+int sandbox_mounts_resolve(struct launcher *L, struct proto_mountv *mv, char *reason,
+                           size_t reasonsz);
+/* Append a checked mount to s: -EEXIST (target taken) or -ENOSPC (MOUNTS_MAX) with a
+ * reason, -ENOMEM. */
+int sandbox_mount_append(struct sandbox *s, const char *canon, const char *target, bool ro,
+                         char *reason, size_t reasonsz);
 
 /* Create a new sandbox from a checked spec: id, jail uid (when root), workdir
  * <data>/sandboxes/<id> (0700, owned by the jail uid), row. -EEXIST: name taken;
- * -ENOSPC: too many sandboxes or no jail uid left. */
+ * -ENOSPC: too many sandboxes or no jail uid left; -EMSGSIZE: its reply would not fit. */
 int sandbox_create(struct launcher *L, const struct sandbox_spec *spec, struct sandbox *ret);
 
 /* The default sandbox for the execShell entrance: the one named "shell", created on first
@@ -65,7 +99,12 @@ int sandbox_workdir_remove(struct launcher *L, const char *id, uint32_t jail_uid
 /* The removal itself, in the calling process: every entry below dirfd (not dirfd). */
 int sandbox_rm_tree_at(int dirfd, unsigned depth);
 
-/* Fill a SBX_REP from a sandbox (strings are borrowed from s, do not clear the rep). */
-void sandbox_to_rep(const struct sandbox *s, struct msg_SBX_REP *rep);
+/* Fill a SBX_REP from a sandbox. Strings are borrowed from s; only the mounts array is
+ * the rep's own: release it with sandbox_rep_release, never proto_msg_clear. */
+int sandbox_to_rep(const struct sandbox *s, struct msg_SBX_REP *rep);
+void sandbox_rep_release(struct msg_SBX_REP *rep);
+/* 0 if a SBX_REP of s, with the longest note, fits one packet (PROTO_MSG_MAX), else
+ * -EMSGSIZE: such a sandbox is not stored, or no later reply about it could be sent. */
+int sandbox_rep_fits(const struct sandbox *s);
 
 #endif

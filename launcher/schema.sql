@@ -1,4 +1,8 @@
--- sbx launcher database, schema version 1 (PRAGMA user_version = 1).
+-- sbx launcher database, the current schema (PRAGMA user_version = STORE_SCHEMA_VERSION).
+-- A new database is created from this file; an older one is brought here by the
+-- migrations in store.c, so a change here needs a migration there too.
+-- The settings columns of sandboxes are the `column` of each line of proto/sbx_fields.h
+-- (tests/unit/test_sbx_fields.c checks them against this table).
 -- List fields are stored as newline-joined text: validation forbids control characters
 -- in every entry, so a newline can never be part of one.
 CREATE TABLE sandboxes (
@@ -18,14 +22,21 @@ CREATE TABLE sandboxes (
 	output_bytes   INTEGER NOT NULL,
 	tracing        INTEGER NOT NULL DEFAULT 0,
 	image          TEXT NOT NULL DEFAULT '',
-	mount_sources  TEXT NOT NULL DEFAULT '',
-	mount_targets  TEXT NOT NULL DEFAULT '',
-	mount_ro       TEXT NOT NULL DEFAULT '',
 	workdir        TEXT NOT NULL,
 	jail_uid       INTEGER NOT NULL DEFAULT 0,
 	created_at     INTEGER NOT NULL
 );
 CREATE INDEX sandboxes_jail_uid ON sandboxes(jail_uid);
+
+-- Schema 2: a sandbox's mounts, in the order they were added (position).
+CREATE TABLE mounts (
+	sandbox_id TEXT NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE,
+	target     TEXT NOT NULL, -- relative to the sandbox's workdir
+	source     TEXT NOT NULL, -- canonical host path, checked when it was added
+	read_only  INTEGER NOT NULL DEFAULT 1,
+	position   INTEGER NOT NULL,
+	PRIMARY KEY (sandbox_id, target)
+);
 
 CREATE TABLE runs (
 	seq              INTEGER PRIMARY KEY AUTOINCREMENT, -- insertion order: newest first

@@ -22,10 +22,23 @@ static inline void sqlite3_finalizep(sqlite3_stmt **st)
 }
 #define _cleanup_stmt_ _cleanup_(sqlite3_finalizep)
 
-/* Migrations: index i takes the database from user_version i to i + 1. */
-static const char *const store_migrations[] = { schema_sql };
-_Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == STORE_SCHEMA_VERSION,
-               "one migration per schema version");
+static int store_migrate_v2(sqlite3 *db);
+
+/* A new database is made from schema.sql (the current schema) in one step; an existing one
+ * runs migrations[v - 1] to go from user_version v to v + 1: SQL, then an optional step in
+ * C for what SQL cannot split (the newline-joined lists of schema 1). */
+static const struct store_migration {
+	const char *sql;
+	int (*fn)(sqlite3 *db);
+} store_migrations[] = {
+	/* 1 -> 2: mounts leave the parallel list columns for their own table */
+	{ "CREATE TABLE mounts (sandbox_id TEXT NOT NULL REFERENCES sandboxes(id) ON DELETE "
+	  "CASCADE, target TEXT NOT NULL, source TEXT NOT NULL, read_only INTEGER NOT NULL "
+	  "DEFAULT 1, position INTEGER NOT NULL, PRIMARY KEY (sandbox_id, target))",
+	  store_migrate_v2 },
+};
+_Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == STORE_SCHEMA_VERSION - 1,
+               "one migration per schema version after the first");
 
 static int store_err(int rc)
 {
@@ -76,24 +89,37 @@ int store_schema_version(sqlite3 *db)
 	return sqlite3_column_int(st, 0);
 }
 
+static int store_migrate_step(sqlite3 *db, int v)
+{
+	char sql[64];
+	int r;
+	if (v == 0) /* a new database: the current schema at once */
+		r = store_exec(db, schema_sql);
+	else if ((r = store_exec(db, store_migrations[v - 1].sql)) == 0 && store_migrations[v - 1].fn)
+		r = store_migrations[v - 1].fn(db);
+	if (r < 0)
+		return r;
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", v == 0 ? STORE_SCHEMA_VERSION : v + 1);
+	return store_exec(db, sql);
+}
+
 static int store_migrate(sqlite3 *db)
 {
 	int v = store_schema_version(db), r;
-	char sql[64];
 
 	if (v < 0)
 		return v;
 	if (v > STORE_SCHEMA_VERSION)
 		return -EPROTO; /* written by a newer sbx: do not guess */
-	for (; v < STORE_SCHEMA_VERSION; v++) {
+	while (v < STORE_SCHEMA_VERSION) {
 		if ((r = store_exec(db, "BEGIN IMMEDIATE")) < 0)
 			return r;
-		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", v + 1);
-		if ((r = store_exec(db, store_migrations[v])) < 0 || (r = store_exec(db, sql)) < 0 ||
-		    (r = store_exec(db, "COMMIT")) < 0) {
+		if ((r = store_migrate_step(db, v)) < 0 || (r = store_exec(db, "COMMIT")) < 0) {
 			store_exec(db, "ROLLBACK");
 			return r;
 		}
+		if ((v = store_schema_version(db)) < 0)
+			return v;
 	}
 	return 0;
 }
@@ -245,116 +271,133 @@ int store_policy_set(sqlite3 *db, const struct msg_POLICY_REP *p)
 
 /* ---- sandboxes ------------------------------------------------------------------ */
 
-#define SBX_COLS                                                                                   \
-	"id, name, backend, fs_mode, read_paths, network, ports_listen, ports_connect, "          \
-	"ports_loopback, env, timeout_ms, memory_mb, pids, output_bytes, tracing, image, "        \
-	"mount_sources, mount_targets, mount_ro, workdir, jail_uid, created_at"
+/* The sandboxes columns, in bind order: the settings of SBX_FIELDS (mounts have their own
+ * table), then what the launcher itself keeps, then the id (last, for UPDATE ... WHERE). */
+#define STORE_COL_(c)     ", " #c
+#define STORE_COL_STR     STORE_COL_
+#define STORE_COL_ENUM    STORE_COL_
+#define STORE_COL_BOOL    STORE_COL_
+#define STORE_COL_U32     STORE_COL_
+#define STORE_COL_U64     STORE_COL_
+#define STORE_COL_STRV    STORE_COL_
+#define STORE_COL_U32V    STORE_COL_
+#define STORE_COL_MNTV(c)
+#define STORE_Q_(c)       ", ?"
+#define STORE_Q_STR       STORE_Q_
+#define STORE_Q_ENUM      STORE_Q_
+#define STORE_Q_BOOL      STORE_Q_
+#define STORE_Q_U32       STORE_Q_
+#define STORE_Q_U64       STORE_Q_
+#define STORE_Q_STRV      STORE_Q_
+#define STORE_Q_U32V      STORE_Q_
+#define STORE_Q_MNTV(c)
+#define STORE_COL_LEAF_(A, B, sep, cname, smember, kind, json, jkind, column, limit, max, dflt,    \
+                        schema, bit)                                                               \
+	STORE_COL_##kind(column)
+#define STORE_Q_LEAF_(A, B, sep, cname, smember, kind, json, jkind, column, limit, max, dflt,      \
+                      schema, bit)                                                                 \
+	STORE_Q_##kind(column)
+#define STORE_GROUP_(X, A, B, sep, json, MEMBERS, bit) MEMBERS(X, A, B)
+/* each setting brings its own leading ", " */
+#define SBX_SET_COLS "workdir, jail_uid, created_at" SBX_FIELDS(STORE_COL_LEAF_, STORE_GROUP_, _, _)
+#define SBX_SET_QS   "?, ?, ?" SBX_FIELDS(STORE_Q_LEAF_, STORE_GROUP_, _, _)
+#define SBX_COLS     SBX_SET_COLS ", id"
 
-void sandbox_clear(struct sandbox *s)
-{
-	if (!s)
-		return;
-	free(s->name);
-	free(s->fs_mode_raw);
-	proto_strv_clear(&s->read_paths);
-	proto_u32v_clear(&s->ports_listen);
-	proto_u32v_clear(&s->ports_connect);
-	proto_u32v_clear(&s->ports_loopback);
-	proto_strv_clear(&s->env);
-	free(s->image);
-	proto_strv_clear(&s->mount_sources);
-	proto_strv_clear(&s->mount_targets);
-	proto_u32v_clear(&s->mount_ro);
-	free(s->workdir);
-	memset(s, 0, sizeof(*s));
-}
-
-/* Bind every column of SBX_COLS, in order, as ?1..?22. */
+/* Bind every column of SBX_COLS, in order, as ?1..?N. */
 static int store_sandbox_bind(sqlite3_stmt *st, const struct sandbox *s)
 {
-	char *t[8] = { 0 };
-	int r = 0;
+	int col = 1;
 
-	t[0] = strv_join(&s->read_paths);
-	t[1] = u32v_join(&s->ports_listen);
-	t[2] = u32v_join(&s->ports_connect);
-	t[3] = u32v_join(&s->ports_loopback);
-	t[4] = strv_join(&s->env);
-	t[5] = strv_join(&s->mount_sources);
-	t[6] = strv_join(&s->mount_targets);
-	t[7] = u32v_join(&s->mount_ro);
-	for (int i = 0; i < 8; i++)
-		if (!t[i])
-			r = -ENOMEM;
-	if (r == 0) {
-		sqlite3_bind_text(st, 1, s->id, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 2, s->name ? s->name : "", -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(st, 3, s->backend);
-		sqlite3_bind_text(st, 4,
-		                  s->fs_mode_raw ? s->fs_mode_raw : sandbox_fs_mode_name(s->fs_mode), -1,
-		                  SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 5, t[0], -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int(st, 6, s->network);
-		sqlite3_bind_text(st, 7, t[1], -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 8, t[2], -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 9, t[3], -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 10, t[4], -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(st, 11, s->timeout_ms);
-		sqlite3_bind_int64(st, 12, s->memory_mb);
-		sqlite3_bind_int64(st, 13, s->pids);
-		sqlite3_bind_int64(st, 14, (sqlite3_int64)s->output_bytes);
-		sqlite3_bind_int(st, 15, s->tracing);
-		sqlite3_bind_text(st, 16, s->image ? s->image : "", -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 17, t[5], -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 18, t[6], -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 19, t[7], -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 20, s->workdir ? s->workdir : "", -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(st, 21, s->jail_uid);
-		sqlite3_bind_int64(st, 22, (sqlite3_int64)s->created_at);
+	sqlite3_bind_text(st, col++, s->workdir ? s->workdir : "", -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, col++, s->jail_uid);
+	sqlite3_bind_int64(st, col++, (sqlite3_int64)s->created_at);
+	for (size_t i = 0; i < sandbox_fields_n; i++) {
+		const struct sandbox_field *f = &sandbox_fields[i];
+		const void *at = (const char *)s + f->sb_off;
+		char *t = NULL;
+		switch (f->kind) {
+		case PK_STR: {
+			const char *v = *(char *const *)at;
+			sqlite3_bind_text(st, col++, v ? v : "", -1, SQLITE_TRANSIENT);
+			break;
+		}
+		case PK_ENUM:
+		case PK_U32:
+			sqlite3_bind_int64(st, col++, *(const uint32_t *)at);
+			break;
+		case PK_U64:
+			sqlite3_bind_int64(st, col++, (sqlite3_int64) * (const uint64_t *)at);
+			break;
+		case PK_BOOL:
+			sqlite3_bind_int(st, col++, *(const bool *)at);
+			break;
+		case PK_STRV:
+		case PK_U32V:
+			t = f->kind == PK_STRV ? strv_join(at) : u32v_join(at);
+			if (!t)
+				return -ENOMEM;
+			sqlite3_bind_text(st, col++, t, -1, SQLITE_TRANSIENT);
+			free(t);
+			break;
+		case PK_MNTV: /* the mounts table */
+		case PK_BYTES: /* never a sandbox setting */
+			break;
+		}
 	}
-	for (int i = 0; i < 8; i++)
-		free(t[i]);
-	return r;
+	sqlite3_bind_text(st, col, s->id, -1, SQLITE_TRANSIENT);
+	return 0;
 }
 
 static int store_sandbox_row(sqlite3_stmt *st, struct sandbox *ret)
 {
 	struct sandbox s = { 0 };
-	const unsigned char *id = sqlite3_column_text(st, 0);
-	bool unknown;
-	int r;
+	const unsigned char *id;
+	int col = 0, r = 0;
 
-	snprintf(s.id, sizeof(s.id), "%s", id ? (const char *)id : "");
-	s.name = col_strdup(st, 1);
-	s.backend = (uint32_t)sqlite3_column_int64(st, 2);
-	if (s.backend > BACKEND_MAX_)
-		s.backend = BACKEND_DIRECT;
-	s.fs_mode_raw = col_strdup(st, 3);
-	/* an unknown value in the database is strict, never open (DESIGN.md §5) */
-	s.fs_mode = sandbox_fs_mode_parse(s.fs_mode_raw, &unknown);
-	s.network = sqlite3_column_int(st, 5) != 0;
-	s.timeout_ms = (uint32_t)sqlite3_column_int64(st, 10);
-	s.memory_mb = (uint32_t)sqlite3_column_int64(st, 11);
-	s.pids = (uint32_t)sqlite3_column_int64(st, 12);
-	s.output_bytes = (uint64_t)sqlite3_column_int64(st, 13);
-	s.tracing = sqlite3_column_int(st, 14) != 0;
-	s.image = col_strdup(st, 15);
-	s.workdir = col_strdup(st, 19);
-	s.jail_uid = (uint32_t)sqlite3_column_int64(st, 20);
-	s.created_at = (uint64_t)sqlite3_column_int64(st, 21);
-	if (!s.name || !s.fs_mode_raw || !s.image || !s.workdir) {
+	s.workdir = col_strdup(st, col++);
+	s.jail_uid = (uint32_t)sqlite3_column_int64(st, col++);
+	s.created_at = (uint64_t)sqlite3_column_int64(st, col++);
+	if (!s.workdir)
 		r = -ENOMEM;
-		goto fail;
+	for (size_t i = 0; i < sandbox_fields_n && r == 0; i++) {
+		const struct sandbox_field *f = &sandbox_fields[i];
+		void *at = (char *)&s + f->sb_off;
+		switch (f->kind) {
+		case PK_STR:
+			if (!(*(char **)at = col_strdup(st, col++)))
+				r = -ENOMEM;
+			break;
+		case PK_ENUM: { /* out of range in the database: the first value, never a guess */
+			sqlite3_int64 v = sqlite3_column_int64(st, col++);
+			*(uint32_t *)at = v < 0 || v > f->limit ? 0 : (uint32_t)v;
+			break;
+		}
+		case PK_U32:
+			*(uint32_t *)at = (uint32_t)sqlite3_column_int64(st, col++);
+			break;
+		case PK_U64:
+			*(uint64_t *)at = (uint64_t)sqlite3_column_int64(st, col++);
+			break;
+		case PK_BOOL:
+			*(bool *)at = sqlite3_column_int(st, col++) != 0;
+			break;
+		case PK_STRV:
+			r = strv_split((const char *)sqlite3_column_text(st, col++), at);
+			break;
+		case PK_U32V:
+			r = u32v_split((const char *)sqlite3_column_text(st, col++), at);
+			break;
+		case PK_MNTV:
+		case PK_BYTES:
+			break;
+		}
 	}
-	if ((r = strv_split((const char *)sqlite3_column_text(st, 4), &s.read_paths)) < 0 ||
-	    (r = u32v_split((const char *)sqlite3_column_text(st, 6), &s.ports_listen)) < 0 ||
-	    (r = u32v_split((const char *)sqlite3_column_text(st, 7), &s.ports_connect)) < 0 ||
-	    (r = u32v_split((const char *)sqlite3_column_text(st, 8), &s.ports_loopback)) < 0 ||
-	    (r = strv_split((const char *)sqlite3_column_text(st, 9), &s.env)) < 0 ||
-	    (r = strv_split((const char *)sqlite3_column_text(st, 16), &s.mount_sources)) < 0 ||
-	    (r = strv_split((const char *)sqlite3_column_text(st, 17), &s.mount_targets)) < 0 ||
-	    (r = u32v_split((const char *)sqlite3_column_text(st, 18), &s.mount_ro)) < 0)
+	if (r < 0)
 		goto fail;
+	id = sqlite3_column_text(st, col);
+	snprintf(s.id, sizeof(s.id), "%s", id ? (const char *)id : "");
+	/* an unknown value in the database is strict, never open (DESIGN.md §5) */
+	s.fs_mode = sandbox_fs_mode_parse(s.fs_mode_raw, NULL);
 	*ret = s;
 	return 0;
 fail:
@@ -362,35 +405,118 @@ fail:
 	return r;
 }
 
-int store_sandbox_insert(sqlite3 *db, const struct sandbox *s)
+/* ---- mounts ------------------------------------------------------------------------ */
+
+static int store_mounts_write(sqlite3 *db, const struct sandbox *s)
+{
+	_cleanup_stmt_ sqlite3_stmt *del = NULL, *ins = NULL;
+	int r;
+
+	if ((r = store_prepare(db, "DELETE FROM mounts WHERE sandbox_id = ?1", &del)) < 0 ||
+	    (r = store_prepare(db,
+	                       "INSERT INTO mounts (sandbox_id, target, source, read_only, position) "
+	                       "VALUES (?1, ?2, ?3, ?4, ?5)",
+	                       &ins)) < 0)
+		return r;
+	sqlite3_bind_text(del, 1, s->id, -1, SQLITE_TRANSIENT);
+	if ((r = store_err(sqlite3_step(del))) < 0)
+		return r;
+	for (uint32_t i = 0; i < s->mount_targets.n && i < s->mount_sources.n; i++) {
+		sqlite3_reset(ins);
+		sqlite3_bind_text(ins, 1, s->id, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(ins, 2, s->mount_targets.v[i], -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(ins, 3, s->mount_sources.v[i], -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int(ins, 4, i < s->mount_ro.n ? s->mount_ro.v[i] != 0 : 1);
+		sqlite3_bind_int64(ins, 5, i);
+		if ((r = store_err(sqlite3_step(ins))) < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int store_mounts_read(sqlite3 *db, struct sandbox *s)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int r = store_prepare(db,
-	                      "INSERT INTO sandboxes (" SBX_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-	                      "?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, "
-	                      "?21, ?22)",
+	                      "SELECT source, target, read_only FROM mounts WHERE sandbox_id = ?1 "
+	                      "ORDER BY position",
 	                      &st);
-	if (r < 0 || (r = store_sandbox_bind(st, s)) < 0)
+	if (r < 0)
 		return r;
-	return store_err(sqlite3_step(st)); /* a taken id or name is SQLITE_CONSTRAINT: -EEXIST */
+	sqlite3_bind_text(st, 1, s->id, -1, SQLITE_TRANSIENT);
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		const unsigned char *src = sqlite3_column_text(st, 0), *tgt = sqlite3_column_text(st, 1);
+		int e;
+		if (s->mount_targets.n >= SBX_MOUNTS_MAX)
+			return -EBADMSG;
+		if ((e = proto_strv_push(&s->mount_sources, src ? (const char *)src : "")) < 0 ||
+		    (e = proto_strv_push(&s->mount_targets, tgt ? (const char *)tgt : "")) < 0 ||
+		    (e = proto_u32v_push(&s->mount_ro, sqlite3_column_int(st, 2) != 0)) < 0)
+			return e;
+	}
+	return store_err(r);
+}
+
+/* Schema 1 -> 2: copy the newline-joined mount lists into the mounts table, then drop
+ * them (ALTER TABLE DROP COLUMN: SQLite 3.35). */
+static int store_migrate_v2(sqlite3 *db)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = store_prepare(db, "SELECT id, mount_sources, mount_targets, mount_ro FROM sandboxes",
+	                      &st);
+	if (r < 0)
+		return r;
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		struct sandbox s = { 0 };
+		const unsigned char *id = sqlite3_column_text(st, 0);
+		snprintf(s.id, sizeof(s.id), "%s", id ? (const char *)id : "");
+		if ((r = strv_split((const char *)sqlite3_column_text(st, 1), &s.mount_sources)) == 0 &&
+		    (r = strv_split((const char *)sqlite3_column_text(st, 2), &s.mount_targets)) == 0 &&
+		    (r = u32v_split((const char *)sqlite3_column_text(st, 3), &s.mount_ro)) == 0)
+			r = store_mounts_write(db, &s);
+		sandbox_clear(&s);
+		if (r < 0)
+			return r;
+	}
+	if ((r = store_err(r)) < 0)
+		return r;
+	return store_exec(db, "ALTER TABLE sandboxes DROP COLUMN mount_sources; "
+	                      "ALTER TABLE sandboxes DROP COLUMN mount_targets; "
+	                      "ALTER TABLE sandboxes DROP COLUMN mount_ro");
+}
+
+/* The row and its mounts change together or not at all. */
+static int store_sandbox_write(sqlite3 *db, const char *sql, const struct sandbox *s, bool update)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r;
+
+	if ((r = store_exec(db, "SAVEPOINT sbx_write")) < 0)
+		return r;
+	if ((r = store_prepare(db, sql, &st)) == 0 && (r = store_sandbox_bind(st, s)) == 0 &&
+	    (r = store_err(sqlite3_step(st))) == 0) {
+		if (update && sqlite3_changes(db) != 1)
+			r = -ENOENT;
+		else
+			r = store_mounts_write(db, s);
+	}
+	if (r < 0)
+		store_exec(db, "ROLLBACK TO sbx_write");
+	store_exec(db, "RELEASE sbx_write");
+	return r;
+}
+
+int store_sandbox_insert(sqlite3 *db, const struct sandbox *s)
+{
+	/* a taken id or name is SQLITE_CONSTRAINT: -EEXIST */
+	return store_sandbox_write(
+	    db, "INSERT INTO sandboxes (" SBX_COLS ") VALUES (" SBX_SET_QS ", ?)", s, false);
 }
 
 int store_sandbox_update(sqlite3 *db, const struct sandbox *s)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int r = store_prepare(db,
-	                      "UPDATE sandboxes SET name = ?2, backend = ?3, fs_mode = ?4, "
-	                      "read_paths = ?5, network = ?6, ports_listen = ?7, ports_connect = ?8, "
-	                      "ports_loopback = ?9, env = ?10, timeout_ms = ?11, memory_mb = ?12, "
-	                      "pids = ?13, output_bytes = ?14, tracing = ?15, image = ?16, "
-	                      "mount_sources = ?17, mount_targets = ?18, mount_ro = ?19, "
-	                      "workdir = ?20, jail_uid = ?21, created_at = ?22 WHERE id = ?1",
-	                      &st);
-	if (r < 0 || (r = store_sandbox_bind(st, s)) < 0)
-		return r;
-	if ((r = store_err(sqlite3_step(st))) < 0)
-		return r;
-	return sqlite3_changes(db) == 1 ? 0 : -ENOENT;
+	return store_sandbox_write(
+	    db, "UPDATE sandboxes SET (" SBX_SET_COLS ") = (" SBX_SET_QS ") WHERE id = ?", s, true);
 }
 
 static int store_sandbox_get_by(sqlite3 *db, const char *col_sql, const char *key,
@@ -406,7 +532,11 @@ static int store_sandbox_get_by(sqlite3 *db, const char *col_sql, const char *ke
 		return -ENOENT;
 	if (r != SQLITE_ROW)
 		return store_err(r);
-	return store_sandbox_row(st, ret);
+	if ((r = store_sandbox_row(st, ret)) < 0)
+		return r;
+	if ((r = store_mounts_read(db, ret)) < 0)
+		sandbox_clear(ret);
+	return r;
 }
 
 int store_sandbox_get(sqlite3 *db, const char *id, struct sandbox *ret)
@@ -445,6 +575,10 @@ int store_sandbox_foreach(sqlite3 *db, int (*cb)(const struct sandbox *s, void *
 		int stop;
 		if ((r = store_sandbox_row(st, &s)) < 0)
 			return r;
+		if ((r = store_mounts_read(db, &s)) < 0) {
+			sandbox_clear(&s);
+			return r;
+		}
 		stop = cb(&s, arg);
 		sandbox_clear(&s);
 		if (stop)

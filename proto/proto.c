@@ -122,6 +122,21 @@ static int encode_field(struct wbuf *w, const struct proto_field *f, const uint8
 			return r;
 		return b->len ? w_put(w, b->p, b->len) : 0;
 	}
+	case PK_MNTV: {
+		const struct proto_mountv *mv = at;
+		if (mv->n > f->limit)
+			return -EINVAL;
+		if ((r = w_u32(w, mv->n)) < 0)
+			return r;
+		for (uint32_t i = 0; i < mv->n; i++) {
+			uint8_t ro = mv->v[i].read_only ? 1 : 0;
+			if ((r = w_str(w, mv->v[i].source, SBX_MOUNT_STR_MAX)) < 0 ||
+			    (r = w_str(w, mv->v[i].target, SBX_MOUNT_STR_MAX)) < 0 ||
+			    (r = w_put(w, &ro, 1)) < 0)
+				return r;
+		}
+		return 0;
+	}
 	}
 	return -EINVAL;
 }
@@ -239,6 +254,24 @@ static int decode_field(struct rbuf *r, const struct proto_field *f, uint8_t *ba
 		bv->len = n;
 		return n ? r_get(r, bv->p, n) : 0;
 	}
+	case PK_MNTV: {
+		struct proto_mountv *mv = at;
+		if (r_get(r, &n, sizeof(n)) < 0 || n > f->limit)
+			return -EBADMSG;
+		if (n && !(mv->v = calloc(n, sizeof(*mv->v))))
+			return -ENOMEM;
+		for (uint32_t i = 0; i < n; i++) {
+			struct proto_mount *m = &mv->v[i];
+			mv->n = i + 1; /* so a failure frees what was decoded */
+			if ((e = r_str(r, SBX_MOUNT_STR_MAX, &m->source)) < 0 ||
+			    (e = r_str(r, SBX_MOUNT_STR_MAX, &m->target)) < 0)
+				return e;
+			if (r_get(r, &b, 1) < 0 || b > 1)
+				return -EBADMSG;
+			m->read_only = b;
+		}
+		return 0;
+	}
 	}
 	return -EBADMSG;
 }
@@ -304,6 +337,9 @@ void proto_msg_clear(uint32_t type, void *msg)
 			free(((struct proto_bytes *)at)->p);
 			*(struct proto_bytes *)at = (struct proto_bytes){ 0, NULL };
 			break;
+		case PK_MNTV:
+			proto_mountv_clear(at);
+			break;
 		default:
 			break;
 		}
@@ -357,6 +393,9 @@ int proto_msg_print(uint32_t type, uint32_t id, const void *msg, char *buf, size
 			break;
 		case PK_BYTES:
 			APPEND("<%u bytes>", ((const struct proto_bytes *)at)->len);
+			break;
+		case PK_MNTV:
+			APPEND("[%u mounts]", ((const struct proto_mountv *)at)->n);
 			break;
 		}
 	}
@@ -428,6 +467,40 @@ void proto_u32v_clear(struct proto_u32v *uv)
 	free(uv->v);
 	uv->v = NULL;
 	uv->n = 0;
+}
+
+int proto_mountv_push(struct proto_mountv *mv, const char *source, const char *target,
+                      bool read_only)
+{
+	struct proto_mount *nv;
+	char *s, *t;
+	if (mv->n >= SBX_MOUNTS_MAX)
+		return -E2BIG;
+	if (!(nv = realloc(mv->v, ((size_t)mv->n + 1) * sizeof(*nv))))
+		return -ENOMEM;
+	mv->v = nv;
+	s = strdup(source ? source : "");
+	t = strdup(target ? target : "");
+	if (!s || !t) {
+		free(s);
+		free(t);
+		return -ENOMEM;
+	}
+	mv->v[mv->n++] = (struct proto_mount){ s, t, read_only };
+	return 0;
+}
+
+void proto_mountv_clear(struct proto_mountv *mv)
+{
+	if (!mv)
+		return;
+	for (uint32_t i = 0; mv->v && i < mv->n; i++) {
+		free(mv->v[i].source);
+		free(mv->v[i].target);
+	}
+	free(mv->v);
+	mv->v = NULL;
+	mv->n = 0;
 }
 
 /* ---- packets ----------------------------------------------------------------------- */

@@ -33,7 +33,19 @@ struct proto_bytes {
 	uint8_t *p;
 };
 
-enum proto_kind { PK_U32, PK_U64, PK_BOOL, PK_ENUM, PK_STR, PK_STRV, PK_U32V, PK_BYTES };
+/* One mount as it travels: a host source at target (relative to the sandbox). */
+struct proto_mount {
+	char *source;
+	char *target;
+	bool read_only;
+};
+struct proto_mountv {
+	uint32_t n;
+	struct proto_mount *v;
+};
+
+enum proto_kind { PK_U32, PK_U64, PK_BOOL, PK_ENUM, PK_STR, PK_STRV, PK_U32V, PK_MNTV,
+		 PK_BYTES };
 
 /* C type of each kind */
 #define PROTO_CTYPE_U32  uint32_t
@@ -44,6 +56,7 @@ enum proto_kind { PK_U32, PK_U64, PK_BOOL, PK_ENUM, PK_STR, PK_STRV, PK_U32V, PK
 #define PROTO_CTYPE_STRV struct proto_strv
 #define PROTO_CTYPE_U32V struct proto_u32v
 #define PROTO_CTYPE_BYTES struct proto_bytes
+#define PROTO_CTYPE_MNTV struct proto_mountv
 
 /* enum proto_type: MSG_HELLO = 2, ... */
 #define PROTO_X_ENUM(NAME, NUM, FDP, SENDERS, FIELDS) MSG_##NAME = NUM,
@@ -114,6 +127,10 @@ int proto_strv_push(struct proto_strv *sv, const char *s);
 void proto_strv_clear(struct proto_strv *sv);
 int proto_u32v_push(struct proto_u32v *uv, uint32_t v);
 void proto_u32v_clear(struct proto_u32v *uv);
+/* Appends copies of source and target; -E2BIG past SBX_MOUNTS_MAX. */
+int proto_mountv_push(struct proto_mountv *mv, const char *source, const char *target,
+                      bool read_only);
+void proto_mountv_clear(struct proto_mountv *mv);
 
 /* Blocking-free packet I/O on a SOCK_SEQPACKET socket.
  * proto_send_packet: one sendmsg, with fd as SCM_RIGHTS when fd >= 0. -EAGAIN if full.

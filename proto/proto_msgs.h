@@ -15,11 +15,13 @@
  *   STRV             maximum count           u32 count, then that many STR (each <= PROTO_STR_MAX)
  *   U32V             maximum count           u32 count, then that many u32
  *   BYTES            maximum length, bytes   u32 length, then that many bytes (NUL allowed)
+ *   MNTV             maximum count           u32 count, then per mount: STR source, STR
+ *                                            target (each <= SBX_MOUNT_STR_MAX), BOOL read_only
  */
 #ifndef SBX_PROTO_MSGS_H
 #define SBX_PROTO_MSGS_H
 
-#define PROTO_VERSION 2
+#define PROTO_VERSION 3 /* 2: mounts travel as MNTV in the sandbox spec; 3: streams, run input by memfd */
 
 /* Limits, each a named constant with a test at and past it (tests/unit/test_proto.c). */
 #define PROTO_MSG_MAX    65536u /* whole packet, header included */
@@ -78,20 +80,8 @@ enum proto_stream_chan {
 	STREAM_CHAN_MAX_ = STREAM_DATA
 };
 
-/* Bits of SBX_UPDATE.set_mask: which spec fields the update carries. */
-enum sbx_field_bit {
-	SBXF_NAME = 1u << 0,
-	SBXF_FS_MODE = 1u << 1,
-	SBXF_READ_PATHS = 1u << 2,
-	SBXF_NETWORK = 1u << 3,
-	SBXF_PORTS = 1u << 4,
-	SBXF_ENV = 1u << 5,
-	SBXF_LIMITS = 1u << 6, /* every limits.* field that is non-zero */
-	SBXF_TRACING = 1u << 7,
-	SBXF_IMAGE = 1u << 8,
-	SBXF_BACKEND = 1u << 9,
-	SBXF_ALL_ = (1u << 10) - 1
-};
+/* The sandbox's settings: SBX_SPEC_FIELDS and the SBXF_* bits derive from it. */
+#include "sbx_fields.h"
 
 /* fd policies */
 #define PROTO_FD_NONE     0
@@ -167,25 +157,9 @@ enum sbx_field_bit {
 	F(S, BOOL, run_python, 0)                                                                     \
 	F(S, BOOL, run_node, 0)
 
-/* The settings of a sandbox, shared by create, update and the reply. fs_mode travels as
- * the client's string so the launcher itself decides (unknown -> strict, reported). */
-#define SBX_SPEC_FIELDS(F, S)                                                                         \
-	F(S, STR, name, PROTO_NAME_MAX)                                                               \
-	F(S, ENUM, backend, BACKEND_MAX_)                                                             \
-	F(S, STR, fs_mode, PROTO_NAME_MAX)                                                            \
-	F(S, STRV, read_paths, PROTO_LIST_MAX)                                                        \
-	F(S, BOOL, network, 0)                                                                        \
-	F(S, U32V, ports_listen, PROTO_LIST_MAX)                                                      \
-	F(S, U32V, ports_connect, PROTO_LIST_MAX)                                                     \
-	F(S, U32V, ports_loopback, PROTO_LIST_MAX)                                                    \
-	F(S, STRV, env, PROTO_LIST_MAX) /* "KEY=value" */                                             \
-	F(S, U32, timeout_ms, 0)                                                                      \
-	F(S, U32, memory_mb, 0)                                                                       \
-	F(S, U32, pids, 0)                                                                            \
-	F(S, U64, output_bytes, 0)                                                                    \
-	F(S, BOOL, tracing, 0)                                                                        \
-	F(S, STR, image, PROTO_NAME_MAX)
-
+/* The settings of a sandbox, shared by create, update and the reply: SBX_SPEC_FIELDS comes
+ * from sbx_fields.h. fs_mode travels as the client's string so the launcher itself decides
+ * (unknown -> strict, reported). */
 #define MSG_SBX_CREATE_FIELDS(F, S) SBX_SPEC_FIELDS(F, S)
 #define MSG_SBX_UPDATE_FIELDS(F, S)                                                                   \
 	F(S, STR, id, PROTO_ID_MAX)                                                                   \
@@ -195,9 +169,6 @@ enum sbx_field_bit {
 #define MSG_SBX_REP_FIELDS(F, S)                                                                      \
 	F(S, STR, id, PROTO_ID_MAX)                                                                   \
 	SBX_SPEC_FIELDS(F, S)                                                                       \
-	F(S, STRV, mount_sources, PROTO_LIST_MAX)                                                     \
-	F(S, STRV, mount_targets, PROTO_LIST_MAX)                                                     \
-	F(S, U32V, mount_ro, PROTO_LIST_MAX)                                                          \
 	F(S, STR, workdir, PROTO_STR_MAX)                                                             \
 	F(S, U64, created_at, 0)                                                                      \
 	F(S, STR, note, PROTO_STR_MAX)

@@ -1,6 +1,7 @@
 /* api/json.c: depth scanner, sandbox spec parser, RUN_REP serializer. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,7 +40,8 @@ Test(json, depth_at_limit_and_past)
 Test(json, spec_good_and_wrong_types)
 {
 	const char *good = "{\"name\":\"x\",\"network\":true,\"ports\":{\"listen\":[8000]},"
-	                   "\"env\":{\"A\":\"b\"},\"limits\":{\"memoryMb\":64},\"extra\":1}";
+	                   "\"env\":{\"A\":\"b\"},\"limits\":{\"memoryMb\":64},"
+	                   "\"mounts\":[{\"source\":\"/srv/d\",\"target\":\"d\"}]}";
 	char err[256];
 	yajl_val v;
 	cr_assert_eq(json_parse(good, strlen(good), &v, err, sizeof(err)), 0);
@@ -53,11 +55,17 @@ Test(json, spec_good_and_wrong_types)
 	cr_expect_eq(m.memory_mb, 64);
 	cr_expect(m.set_mask & SBXF_PORTS);
 	cr_expect(!(m.set_mask & SBXF_TRACING));
+	cr_expect(m.set_mask & SBXF_MOUNTS);
+	cr_expect_eq(m.mounts.n, 1);
+	cr_expect_str_eq(m.mounts.v[0].source, "/srv/d");
+	cr_expect(m.mounts.v[0].read_only, "a mount is read-only unless readOnly is false");
 	proto_msg_clear(MSG_SBX_UPDATE, &m);
 	yajl_tree_free(v);
 
 	const char *bad[] = { "{\"network\":\"yes\"}", "{\"name\":5}", "{\"ports\":{\"listen\":[0]}}",
-		              "{\"limits\":{\"pids\":-1}}", "{\"env\":{\"A\":1}}", "[]" };
+		              "{\"limits\":{\"pids\":-1}}", "{\"env\":{\"A\":1}}", "[]",
+		              "{\"mounts\":[{\"source\":\"/a\"}]}", "{\"mounts\":{}}",
+		              "{\"mounts\":[{\"source\":\"/a\",\"target\":\"t\",\"readOnly\":1}]}" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		cr_assert_eq(json_parse(bad[i], strlen(bad[i]), &v, err, sizeof(err)), 0);
 		struct msg_SBX_UPDATE b = { 0 };
@@ -86,6 +94,100 @@ Test(json, run_rep_invalid_utf8_and_quotes)
 	cr_assert_eq(json_get_str(v, "stderr", &s), 0);
 	cr_expect_str_eq(s, "e\n");
 	cr_expect(YAJL_IS_NULL(json_get(v, "signal")));
+	yajl_tree_free(v);
+	free(doc);
+}
+
+/* A key the sandbox object does not have is refused by name, wherever it is; so is a
+ * read-only one. The API's answer must name it so a typo is not mistaken for a setting. */
+Test(json, unknown_and_read_only_fields_named)
+{
+	static const struct {
+		const char *body, *extra, *want;
+	} cases[] = {
+		{ "{\"name\":\"x\",\"foo\":1}", NULL, "unknown field: foo" },
+		{ "{\"ports\":{\"listen\":[80],\"lisen\":[81]}}", NULL, "unknown field: ports.lisen" },
+		{ "{\"limits\":{\"timeout\":5}}", NULL, "unknown field: limits.timeout" },
+		{ "{\"mounts\":[{\"source\":\"/a\",\"target\":\"t\",\"ro\":true}]}", NULL,
+		  "unknown field: mounts[0].ro" },
+		{ "{\"sandboxId\":\"sbx_1\"}", NULL, "unknown field: sandboxId" },
+		{ "{\"id\":\"sbx_1\"}", NULL, "read-only field: id" },
+		{ "{\"workdir\":\"/x\"}", "sandboxId", "read-only field: workdir" },
+		{ "{\"createdAt\":\"x\"}", NULL, "read-only field: createdAt" },
+		{ "{\"note\":\"x\"}", NULL, "read-only field: note" },
+		{ "{\"ports\":5}", NULL, "ports: must be an object" },
+	};
+	char err[256];
+	yajl_val v;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct msg_SBX_UPDATE m = { 0 };
+		cr_assert_eq(json_parse(cases[i].body, strlen(cases[i].body), &v, err, sizeof(err)), 0);
+		err[0] = '\0';
+		cr_expect_eq(json_parse_sbx_fields(v, cases[i].extra, &m, err, sizeof(err)), -EINVAL,
+		             "%s accepted", cases[i].body);
+		cr_expect_str_eq(err, cases[i].want, "%s", cases[i].body);
+		proto_msg_clear(MSG_SBX_UPDATE, &m);
+		yajl_tree_free(v);
+	}
+	/* the one extra argument a front door allows (MCP's sandboxId) */
+	const char *ok = "{\"sandboxId\":\"sbx_1\",\"tracing\":true}";
+	struct msg_SBX_UPDATE m = { 0 };
+	cr_assert_eq(json_parse(ok, strlen(ok), &v, err, sizeof(err)), 0);
+	cr_expect_eq(json_parse_sbx_fields(v, "sandboxId", &m, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(m.set_mask, SBXF_TRACING);
+	proto_msg_clear(MSG_SBX_UPDATE, &m);
+	yajl_tree_free(v);
+}
+
+/* More mounts than SBX_MOUNTS_MAX are refused by the API already (the launcher again). */
+Test(json, mounts_at_limit_and_past)
+{
+	for (uint32_t n = SBX_MOUNTS_MAX; n <= SBX_MOUNTS_MAX + 1; n++) {
+		char body[8192] = "{\"mounts\":[", err[256];
+		size_t off = strlen(body);
+		yajl_val v;
+		for (uint32_t i = 0; i < n; i++)
+			off += (size_t)snprintf(body + off, sizeof(body) - off,
+			                        "%s{\"source\":\"/s\",\"target\":\"t%u\"}", i ? "," : "", i);
+		snprintf(body + off, sizeof(body) - off, "]}");
+		cr_assert_eq(json_parse(body, strlen(body), &v, err, sizeof(err)), 0);
+		struct msg_SBX_UPDATE m = { 0 };
+		cr_expect_eq(json_parse_sbx_spec(v, &m, err, sizeof(err)), n <= SBX_MOUNTS_MAX ? 0 : -EINVAL,
+		             "%u mounts", n);
+		proto_msg_clear(MSG_SBX_UPDATE, &m);
+		yajl_tree_free(v);
+	}
+}
+
+/* Every member of the sandbox object is printed, nested where DESIGN.md §5 nests it. */
+Test(json, sandbox_printed_in_full)
+{
+	uint32_t listen[] = { 8000 };
+	char *env[] = { "A=b", NULL };
+	struct proto_mount mnt[] = { { "/srv/d", "d", false } };
+	struct msg_SBX_REP r = { .id = "sbx_1", .name = "n", .backend = BACKEND_DOCKER,
+		                 .fs_mode = "strict", .ports_listen = { 1, listen },
+		                 .mounts = { 1, mnt }, .env = { 1, env }, .timeout_ms = 5,
+		                 .output_bytes = 1ull << 33, .image = "python", .workdir = "/w",
+		                 .note = "n1" };
+	yajl_gen g = json_gen_new();
+	json_gen_sbx(g, &r);
+	size_t len;
+	char *doc = json_gen_dup(g, &len), err[128];
+	yajl_gen_free(g);
+	yajl_val v;
+	cr_assert_eq(json_parse(doc, len, &v, err, sizeof(err)), 0, "%s", doc);
+	const char *keys[] = { "id", "name", "backend", "fsMode", "readPaths", "network", "ports",
+		               "mounts", "env", "limits", "tracing", "image", "workdir", "createdAt",
+		               "note" };
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		cr_expect_not_null(json_get(v, keys[i]), "%s missing: %s", keys[i], doc);
+	cr_expect_str_eq(json_get(v, "backend")->u.string, "docker");
+	cr_expect_eq(YAJL_GET_INTEGER(json_get(json_get(v, "ports"), "listen")->u.array.values[0]), 8000);
+	cr_expect_eq(YAJL_GET_INTEGER(json_get(json_get(v, "limits"), "outputBytes")), 1ll << 33);
+	yajl_val m0 = json_get(v, "mounts")->u.array.values[0];
+	cr_expect(YAJL_IS_FALSE(json_get(m0, "readOnly")));
+	cr_expect_str_eq(json_get(json_get(v, "env"), "A")->u.string, "b");
 	yajl_tree_free(v);
 	free(doc);
 }

@@ -67,13 +67,13 @@ Test(store, open_and_migrate_idempotent)
 
 	cr_assert_eq(store_open(path, &db), 0);
 	cr_assert_eq(store_schema_version(db), STORE_SCHEMA_VERSION);
-	cr_assert_eq(STORE_SCHEMA_VERSION, 1);
+	cr_assert_eq(STORE_SCHEMA_VERSION, 2);
 	fill(&s, "sbx_aaaaaaaaaa", "keep");
 	cr_assert_eq(store_sandbox_insert(db, &s), 0);
 	store_close(db);
 
 	cr_assert_eq(store_open(path, &db), 0);
-	cr_assert_eq(store_schema_version(db), 1);
+	cr_assert_eq(store_schema_version(db), STORE_SCHEMA_VERSION);
 	cr_assert_eq(store_sandbox_count(db), 1);
 	cr_assert_eq(store_sandbox_get(db, "sbx_aaaaaaaaaa", &got), 0);
 	cr_assert_str_eq(got.name, "keep");
