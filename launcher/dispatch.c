@@ -15,6 +15,7 @@
 #include "fence/mounts.h"
 #include "log.h"
 #include "proto_chan.h"
+#include "registry.h"
 #include "sandbox.h"
 #include "store.h"
 #include "util.h"
@@ -416,8 +417,7 @@ static void h_sbx_delete(struct proto_chan *ch, const struct proto_hdr *h, void 
 		sandbox_clear(&s);
 		return;
 	}
-	if (s.backend == BACKEND_DOCKER)
-		run_docker_remove(DL, &s);
+	run_sandbox_cleanup(DL, &s); /* docker: its container goes too */
 	if ((r = sandbox_workdir_remove(DL, s.id, s.jail_uid, delete_done, p)) < 0)
 		delete_done(r, p); /* the row is gone; the stale directory is only logged */
 	sandbox_clear(&s);
@@ -858,9 +858,17 @@ static void sbxd_event(struct proto_chan *ch, enum proto_chan_event ev, const ch
 	}
 }
 
+/* The registry's one way out to sbxd's mirror of live process groups. */
+static void registry_mirror(enum proto_type type, const void *msg, void *arg)
+{
+	if (DL->sbxd)
+		proto_chan_send(DL->sbxd, type, 0, msg, -1);
+}
+
 int dispatch_start(struct launcher *L, int sbxd_fd, int api_fd)
 {
 	DL = L;
+	registry_set_mirror(registry_launcher(), registry_mirror, NULL);
 	L->sbxd = proto_chan_new(L->base, sbxd_fd, ROLE_LAUNCHER, ROLE_SBXD, sbxd_table,
 	                         sizeof(sbxd_table) / sizeof(sbxd_table[0]), sbxd_event, L);
 	if (!L->sbxd)
