@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "capture.h"
 #include "launcher.h"
 #include "policy.h"
 
@@ -62,20 +63,6 @@ struct runner_step {
 struct runner_step runner_next(enum run_state s, enum run_event e);
 const char *runner_state_name(enum run_state s);
 const char *runner_event_name(enum run_event e);
-
-/* One output stream's capture: bytes beyond limit are read and dropped (so the child
- * never blocks on a full pipe) and flagged. */
-struct capture {
-	char *buf;
-	size_t len, cap, limit;
-	bool truncated;
-};
-void capture_init(struct capture *c, size_t limit);
-/* Keep what fits under the limit; returns how many bytes were kept. */
-size_t capture_add(struct capture *c, const char *data, size_t n);
-/* Hand the buffer out (the capture forgets it). */
-char *capture_steal(struct capture *c, size_t *ret_len);
-void capture_free(struct capture *c);
 
 /* Install the SIGCHLD watcher once. 0 or -ENOMEM. */
 int runner_init(struct launcher *L);
