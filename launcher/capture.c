@@ -48,8 +48,7 @@ char *capture_steal(struct capture *c, size_t *ret_len)
 
 void capture_free(struct capture *c)
 {
-	free(c->buf);
-	c->buf = NULL;
-	c->len = c->cap = 0;
+	size_t n;
+	free(capture_steal(c, &n));
 }
 
