@@ -117,10 +117,6 @@ int run_code(struct launcher *L, const struct run_request *req, run_done_fn done
 
 	if ((e = runner_init(L)) < 0)
 		return e;
-	if (!req->code || req->language > LANG_MAX_) {
-		refuse(done, arg, PERR_INVALID_ARGUMENT, "code and a known language are required");
-		return 0;
-	}
 	if ((e = store_policy_get(L->db, &pol)) < 0) {
 		snprintf(why, sizeof(why), "reading the exec policy: %s", strerror(-e));
 		refuse(done, arg, PERR_INTERNAL, why);
