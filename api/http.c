@@ -72,8 +72,16 @@ static void http_error_status(struct evhttp_request *req, int status, const char
 static bool host_ok(const char *host)
 {
 	static const char *const names[] = { "127.0.0.1", "localhost", "[::1]" };
+	/* --allow-remote (token mandatory): the configured host too; a wildcard, any name */
+	const char *api_remote_host = API->remote_host[0] ? API->remote_host : NULL;
+	const char *colon = host ? strrchr(host, ':') : NULL;
 	if (!host)
 		return false;
+	if (api_remote_host && colon && strcmp(colon + 1, API->host_port) == 0 &&
+	    (strcmp(api_remote_host, "0.0.0.0") == 0 || strcmp(api_remote_host, "::") == 0 ||
+	     (strlen(api_remote_host) == (size_t)(colon - host) &&
+	      strncasecmp(host, api_remote_host, (size_t)(colon - host)) == 0)))
+		return true;
 	for (size_t i = 0; i < 3; i++) {
 		size_t n = strlen(names[i]);
 		if (strncasecmp(host, names[i], n) == 0 && host[n] == ':' &&

@@ -1,5 +1,5 @@
 /* sbx-api: the only process that parses untrusted input. It binds its loopback listener,
- * reads (or creates) the token, then confines itself (chroot + uid drop when root,
+ * reads the token (sbxd wrote it), then confines itself (chroot + uid drop when root,
  * NO_NEW_PRIVS, Landlock with no filesystem access, a seccomp allow-list) before it
  * serves a single request. What it holds open it got before that. */
 #include <errno.h>
@@ -19,6 +19,7 @@
 #include "cleanup.h"
 #include "confine.h"
 #include "http.h"
+#include "listen.h"
 #include "log.h"
 #include "proto_chan.h"
 #include "stubs.h"
@@ -32,73 +33,32 @@ static struct api api_state;
 static _Noreturn void usage(void)
 {
 	fprintf(stderr, "usage: sbx-api --data-dir DIR --listen 127.0.0.1:PORT [--no-auth] "
-	                "[--log-level L]\n");
+	                "[--allow-remote] [--log-level L]\n");
 	exit(2);
 }
 
-/* 127.0.0.1:P, localhost:P, [::1]:P. Anything else is refused: this process never
- * listens beyond loopback (sbxd checks --allow-remote before it gets here). */
-static int parse_listen(const char *s, char *host, size_t hostsz, uint16_t *port)
-{
-	const char *colon = strrchr(s, ':');
-	char *end;
-	long p;
-	size_t hl;
-	if (!colon)
-		return -EINVAL;
-	hl = (size_t)(colon - s);
-	if (hl == 0 || hl >= hostsz)
-		return -EINVAL;
-	memcpy(host, s, hl);
-	host[hl] = '\0';
-	if (host[0] == '[' && host[hl - 1] == ']') {
-		memmove(host, host + 1, hl - 2);
-		host[hl - 2] = '\0';
-	}
-	if (strcmp(host, "localhost") == 0)
-		snprintf(host, hostsz, "127.0.0.1");
-	if (strncmp(host, "127.", 4) != 0 && strcmp(host, "::1") != 0)
-		return -EPERM;
-	p = strtol(colon + 1, &end, 10);
-	if (*end || p < 1 || p > 65535)
-		return -EINVAL;
-	*port = (uint16_t)p;
-	return 0;
-}
+/* The Host check (http.c host_ok) also accepts this host when --allow-remote was given;
+ * NULL on loopback. A wildcard bind accepts any name: then the token, which --allow-remote
+ * makes mandatory, is the boundary, and no browser can attach it on its own. */
 
-/* <data>/api.token, 0600: created with 32 random bytes on first start. */
+/* <data>/api.token, written (0600) by sbxd alone before it starts us: this process only
+ * reads it, so a confused or hostile API process can never replace the secret. */
 static int token_load(const char *data_dir, char *token)
 {
-	char path[4096], *buf = NULL;
+	_cleanup_free_ char *buf = NULL;
+	char path[4096];
 	size_t len;
 	int r;
 
-	snprintf(path, sizeof(path), "%s/api.token", data_dir);
-	r = read_file(path, 256, &buf, &len);
-	if (r == -ENOENT) {
-		uint8_t raw[API_TOKEN_HEX_LEN / 2];
-		_cleanup_close_ int fd = -1;
-		if ((r = random_bytes(raw, sizeof(raw))) < 0)
-			return r;
-		for (size_t i = 0; i < sizeof(raw); i++)
-			snprintf(token + 2 * i, 3, "%02x", raw[i]);
-		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0)
-			return -errno;
-		if ((r = write_all(fd, token, API_TOKEN_HEX_LEN)) < 0 || (r = write_all(fd, "\n", 1)) < 0)
-			return r;
-		return 0;
-	}
-	if (r < 0)
+	if (snprintf(path, sizeof(path), "%s/api.token", data_dir) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	if ((r = read_file(path, 256, &buf, &len)) < 0)
 		return r;
 	while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r' || buf[len - 1] == ' '))
 		buf[--len] = '\0';
-	if (len < 16 || len > API_TOKEN_HEX_LEN) {
-		free(buf);
+	if (len < 16 || len > API_TOKEN_HEX_LEN)
 		return -EINVAL;
-	}
 	memcpy(token, buf, len + 1);
-	free(buf);
 	return 0;
 }
 
@@ -227,18 +187,19 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "data-dir", required_argument, NULL, 'd' }, { "listen", required_argument, NULL, 'L' },
 		{ "no-auth", no_argument, NULL, 'n' },        { "log-level", required_argument, NULL, 'l' },
-		{ NULL, 0, NULL, 0 },
+		{ "allow-remote", no_argument, NULL, 'R' },   { NULL, 0, NULL, 0 },
 	};
 	const char *data_dir = NULL, *listen = "127.0.0.1:7420";
 	enum log_level lvl = LOG_LVL_INFO;
-	char host[64];
+	char host[LISTEN_HOST_MAX];
 	uint16_t port;
 	struct event *term;
+	bool allow_remote = false;
 	int c, r;
 
 	API = &api_state;
 	log_init("sbx-api", lvl);
-	while ((c = getopt_long(argc, argv, "d:L:nl:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:L:nl:R", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			data_dir = optarg;
@@ -248,6 +209,9 @@ int main(int argc, char **argv)
 			break;
 		case 'n':
 			API->no_auth = true;
+			break;
+		case 'R':
+			allow_remote = true;
 			break;
 		case 'l':
 			if (log_parse_level(optarg, &lvl) < 0)
@@ -260,12 +224,18 @@ int main(int argc, char **argv)
 	}
 	if (!data_dir || data_dir[0] != '/' || optind != argc)
 		usage();
-	if ((r = parse_listen(listen, host, sizeof(host), &port)) < 0)
+	if ((r = listen_parse(listen, allow_remote, host, sizeof(host), &port)) < 0)
 		fatalx("--listen %s: %s", listen,
-		       r == -EPERM ? "only loopback addresses are served" : "expected HOST:PORT");
+		       r == -EPERM ? "a non-loopback address needs --allow-remote" : "expected HOST:PORT");
+	if (allow_remote && API->no_auth)
+		fatalx("--allow-remote and --no-auth together: remote access always needs the token");
+	if (!listen_host_is_loopback(host)) {
+		snprintf(API->remote_host, sizeof(API->remote_host), "%s", host);
+	}
 	signal(SIGPIPE, SIG_IGN);
 	if (!API->no_auth && (r = token_load(data_dir, API->token)) < 0)
-		fatalx("%s/api.token: %s", data_dir, strerror(-r));
+		fatalx("%s/api.token: %s (sbxd creates it before it starts sbx-api)", data_dir,
+		       r == -ENOENT ? "missing" : strerror(-r));
 	if (!(API->base = event_base_new()))
 		fatalx("event_base_new");
 	stubs_init();
@@ -279,7 +249,8 @@ int main(int argc, char **argv)
 	term = evsignal_new(API->base, SIGTERM, on_term, NULL);
 	event_add(term, NULL);
 	confine(data_dir);
-	log_info("serving http://%s:%u (auth %s)", strchr(host, ':') ? "[::1]" : host, (unsigned)port,
+	log_info("serving http://%s%s%s:%u (auth %s)", strchr(host, ':') ? "[" : "", host,
+	         strchr(host, ':') ? "]" : "", (unsigned)port,
 	         API->no_auth ? "off" : "bearer token");
 	event_base_dispatch(API->base);
 	evhttp_free(API->http);

@@ -1,6 +1,7 @@
 /* Privilege drop and self-confinement of the API process (DESIGN.md §1). Each step
  * records in struct confine_report what actually took effect, so /health tells the truth. */
 #include "confine.h"
+#include "privdrop.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -63,17 +64,10 @@ int confine_drop_privs(const char *chroot_dir, uid_t uid, gid_t gid, struct conf
 		}
 		rep->chroot = true;
 	}
-	if (setgroups(1, &gid) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0) {
-		int e = errno;
-		report_detail(rep, "drop uid", e);
-		return -e;
-	}
-	/* verify: a privilege drop that silently failed is worse than none */
-	uid_t ru, eu, su;
-	if (getresuid(&ru, &eu, &su) < 0 || ru != uid || eu != uid || su != uid ||
-	    setuid(0) == 0) {
-		report_detail(rep, "drop uid", EPERM);
-		return -EPERM;
+	int r = privdrop_to(uid, gid); /* verified: a silently failed drop is worse than none */
+	if (r < 0) {
+		report_detail(rep, "drop uid", -r);
+		return r;
 	}
 	rep->uid = uid;
 	rep->gid = gid;

@@ -20,6 +20,7 @@
 #include <linux/landlock.h>
 
 #include "cleanup.h"
+#include "privdrop.h"
 #include "util.h"
 
 /* the bwrap test runs as a uid of the reserved range that no sandbox is given first */
@@ -76,9 +77,7 @@ static _Noreturn void probe_intermediate(char *const argv[], bool as_jail, int o
 		if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0)
 			_exit(126);
 		close_fds_from(3, NULL, 0);
-		if (as_jail &&
-		    (setgroups(0, NULL) < 0 || setresgid(CAPS_PROBE_UID, CAPS_PROBE_UID, CAPS_PROBE_UID) < 0 ||
-		     setresuid(CAPS_PROBE_UID, CAPS_PROBE_UID, CAPS_PROBE_UID) < 0))
+		if (as_jail && privdrop_to(CAPS_PROBE_UID, CAPS_PROBE_UID) < 0)
 			_exit(126);
 		prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
 		if (chdir("/") < 0)

@@ -2,36 +2,30 @@
  * parses untrusted input, so it is treated as hostile: every field is checked again here
  * and bad input gets an ERROR and changes nothing. */
 #include "dispatch.h"
+#include "dispatch_int.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "caps.h"
 #include "cleanup.h"
 #include "log.h"
 #include "proto_chan.h"
+#include "registry.h"
 #include "sandbox.h"
 #include "store.h"
 #include "util.h"
 
-static struct launcher *DL;
+struct launcher *dispatch_L;
 static uint64_t api_gen;   /* bumped when the API channel is replaced: stale replies drop */
 static bool sbxd_lost;
 
 bool dispatch_sbxd_lost(void) { return sbxd_lost; }
 
-/* A request answered later (runs, caps, deletes): reply only on the channel it came from. */
-struct pending {
-	uint32_t id;
-	uint64_t gen;
-	char sandbox_id[PROTO_ID_MAX + 1];
-};
-
-static struct pending *pending_new(uint32_t id)
+struct pending *pending_new(uint32_t id)
 {
 	struct pending *p = calloc(1, sizeof(*p));
 	if (p) {
@@ -41,14 +35,12 @@ static struct pending *pending_new(uint32_t id)
 	return p;
 }
 
-static struct proto_chan *pending_chan(const struct pending *p)
+struct proto_chan *pending_chan(const struct pending *p)
 {
-	return p->gen == api_gen ? DL->api : NULL; /* NULL: the reply is dropped */
+	return p->gen == api_gen ? dispatch_L->api : NULL; /* NULL: the reply is dropped */
 }
 
-static void reply_err(struct proto_chan *ch, uint32_t id, enum proto_err code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void reply_err(struct proto_chan *ch, uint32_t id, enum proto_err code, const char *fmt, ...)
+void reply_err(struct proto_chan *ch, uint32_t id, enum proto_err code, const char *fmt, ...)
 {
 	char msg[PROTO_STR_MAX];
 	va_list ap;
@@ -78,14 +70,14 @@ static enum proto_err perr_from_errno(int r)
 	"the sandbox's settings would not fit one message (64 KiB): use fewer or shorter paths"
 
 /* Load a sandbox named by an API-supplied id; replies on failure. */
-static int load_sandbox(struct proto_chan *ch, uint32_t id, const char *sid, struct sandbox *ret)
+int load_sandbox(struct proto_chan *ch, uint32_t id, const char *sid, struct sandbox *ret)
 {
 	int r;
 	if (!sandbox_id_valid(sid)) {
 		reply_err(ch, id, PERR_INVALID_ARGUMENT, "sandbox id: 1..%u of [a-z0-9_]", PROTO_ID_MAX);
 		return -EINVAL;
 	}
-	if ((r = store_sandbox_get(DL->db, sid, ret)) < 0) {
+	if ((r = store_sandbox_get(dispatch_L->db, sid, ret)) < 0) {
 		if (r == -ENOENT)
 			reply_err(ch, id, PERR_NOT_FOUND, "no sandbox %s", sid);
 		else
@@ -126,28 +118,28 @@ static void h_health(struct proto_chan *ch, const struct proto_hdr *h, void *m, 
 {
 	_cleanup_free_ char *db_path = NULL;
 	char note[512];
-	int v = store_schema_version(DL->db);
+	int v = store_schema_version(dispatch_L->db);
 
-	if (asprintf(&db_path, "%s/sbx.db", DL->data_dir) < 0) {
+	if (asprintf(&db_path, "%s/sbx.db", dispatch_L->data_dir) < 0) {
 		db_path = NULL;
 		reply_err(ch, h->id, PERR_INTERNAL, "out of memory");
 		return;
 	}
-	if (!DL->bwrap_path)
+	if (!dispatch_L->bwrap_path)
 		snprintf(note, sizeof(note), "bwrap not found: runs are degraded (no OS barrier)");
-	else if (DL->root)
+	else if (dispatch_L->root)
 		snprintf(note, sizeof(note), "jails run as per-sandbox uids from %u", SBX_JAIL_UID_BASE);
 	else
 		snprintf(note, sizeof(note),
 		         "launcher is not root: jails run as the daemon's user inside a user namespace");
 	struct msg_HEALTH_REP rep = {
-		.isolation = DL->bwrap_path ? "bwrap" : "degraded",
+		.isolation = dispatch_L->bwrap_path ? "bwrap" : "degraded",
 		.bwrap_version = (char *)caps_bwrap_version(),
-		.launcher_root = DL->root,
-		.jail_uid_base = DL->root ? SBX_JAIL_UID_BASE : 0,
+		.launcher_root = dispatch_L->root,
+		.jail_uid_base = dispatch_L->root ? SBX_JAIL_UID_BASE : 0,
 		.db_path = db_path,
 		.schema_version = v < 0 ? 0 : (uint32_t)v,
-		.live_runs = DL->live_runs,
+		.live_runs = dispatch_L->live_runs,
 		.note = note,
 	};
 	proto_chan_send(ch, MSG_HEALTH_REP, h->id, &rep, -1);
@@ -180,7 +172,7 @@ static void h_caps(struct proto_chan *ch, const struct proto_hdr *h, void *m, in
 static void send_policy(struct proto_chan *ch, uint32_t id)
 {
 	struct msg_POLICY_REP p;
-	int r = store_policy_get(DL->db, &p);
+	int r = store_policy_get(dispatch_L->db, &p);
 	if (r < 0)
 		reply_err(ch, id, PERR_INTERNAL, "database: %s", strerror(-r));
 	else
@@ -199,7 +191,7 @@ static void h_policy_set(struct proto_chan *ch, const struct proto_hdr *h, void 
 		                    .scheduler_script = in->scheduler_script,
 		                    .run_python = in->run_python,
 		                    .run_node = in->run_node };
-	int r = store_policy_set(DL->db, &p);
+	int r = store_policy_set(dispatch_L->db, &p);
 	if (r < 0) {
 		reply_err(ch, h->id, PERR_INTERNAL, "database: %s", strerror(-r));
 		return;
@@ -225,12 +217,12 @@ static void h_sbx_create(struct proto_chan *ch, const struct proto_hdr *h, void 
 		return;
 	}
 	/* the same source checks as MOUNT_ADD; a refused mount refuses the whole create */
-	if ((r = sandbox_mounts_resolve(DL, &in->mounts, reason, sizeof(reason))) < 0) {
+	if ((r = sandbox_mounts_resolve(dispatch_L, &in->mounts, reason, sizeof(reason))) < 0) {
 		reply_err(ch, h->id, r == -EPERM ? PERR_FORBIDDEN : PERR_INVALID_ARGUMENT, "%s", reason);
 		return;
 	}
 	spec.mounts = in->mounts;
-	if ((r = sandbox_create(DL, &spec, &s)) < 0) {
+	if ((r = sandbox_create(dispatch_L, &spec, &s)) < 0) {
 		if (r == -EEXIST)
 			reply_err(ch, h->id, PERR_CONFLICT, "a sandbox named \"%s\" already exists", spec.name);
 		else if (r == -ENOSPC)
@@ -281,7 +273,7 @@ static void list_job_free(struct list_job *j)
 static void list_job_step(evutil_socket_t unused, short what, void *arg)
 {
 	struct list_job *j = arg;
-	struct proto_chan *ch = j->gen == api_gen ? DL->api : NULL;
+	struct proto_chan *ch = j->gen == api_gen ? dispatch_L->api : NULL;
 	struct timeval tv = { 0, DISPATCH_LIST_TICK_US };
 	int r = 0;
 
@@ -291,7 +283,7 @@ static void list_job_step(evutil_socket_t unused, short what, void *arg)
 	}
 	for (unsigned b = 0; b < DISPATCH_LIST_BATCH && j->next < j->n; b++) {
 		struct sandbox s;
-		if (store_sandbox_get(DL->db, j->ids[j->next], &s) < 0) {
+		if (store_sandbox_get(dispatch_L->db, j->ids[j->next], &s) < 0) {
 			j->next++; /* deleted meanwhile */
 			continue;
 		}
@@ -347,14 +339,14 @@ static void h_sbx_list(struct proto_chan *ch, const struct proto_hdr *h, void *m
 	struct list_job *j = calloc(1, sizeof(*j));
 	int r;
 
-	if (!j || !(j->ev = evtimer_new(DL->base, list_job_step, j))) {
+	if (!j || !(j->ev = evtimer_new(dispatch_L->base, list_job_step, j))) {
 		free(j);
 		reply_err(ch, h->id, PERR_INTERNAL, "out of memory");
 		return;
 	}
 	j->id = h->id;
 	j->gen = api_gen;
-	if ((r = store_sandbox_foreach(DL->db, list_collect, j)) < 0) {
+	if ((r = store_sandbox_foreach(dispatch_L->db, list_collect, j)) < 0) {
 		list_job_free(j);
 		reply_err(ch, h->id, PERR_INTERNAL, "database: %s", strerror(-r));
 		return;
@@ -376,7 +368,7 @@ static void h_sbx_update(struct proto_chan *ch, const struct proto_hdr *h, void 
 		return;
 	}
 	if ((in->set_mask & SBXF_MOUNTS) &&
-	    (r = sandbox_mounts_resolve(DL, &in->mounts, reason, sizeof(reason))) < 0) {
+	    (r = sandbox_mounts_resolve(dispatch_L, &in->mounts, reason, sizeof(reason))) < 0) {
 		reply_err(ch, h->id, r == -EPERM ? PERR_FORBIDDEN : PERR_INVALID_ARGUMENT, "%s", reason);
 		return;
 	}
@@ -384,7 +376,7 @@ static void h_sbx_update(struct proto_chan *ch, const struct proto_hdr *h, void 
 	if (load_sandbox(ch, h->id, in->id, &s) < 0)
 		return;
 	if ((in->set_mask & SBXF_NAME) && strcmp(spec.name, s.name) != 0 &&
-	    store_sandbox_get_by_name(DL->db, spec.name, &other) == 0) {
+	    store_sandbox_get_by_name(dispatch_L->db, spec.name, &other) == 0) {
 		sandbox_clear(&other);
 		sandbox_clear(&s);
 		reply_err(ch, h->id, PERR_CONFLICT, "a sandbox named \"%s\" already exists", spec.name);
@@ -392,7 +384,7 @@ static void h_sbx_update(struct proto_chan *ch, const struct proto_hdr *h, void 
 	}
 	/* settings take effect on the next run: each run builds its fence from the row */
 	if ((r = sandbox_spec_apply(&s, &spec, in->set_mask)) < 0 || (r = sandbox_rep_fits(&s)) < 0 ||
-	    (r = store_sandbox_update(DL->db, &s)) < 0) {
+	    (r = store_sandbox_update(dispatch_L->db, &s)) < 0) {
 		if (r == -EMSGSIZE)
 			reply_err(ch, h->id, PERR_PAYLOAD_TOO_LARGE, SBX_TOO_LARGE_MSG);
 		else
@@ -435,15 +427,14 @@ static void h_sbx_delete(struct proto_chan *ch, const struct proto_hdr *h, void 
 		return;
 	}
 	snprintf(p->sandbox_id, sizeof(p->sandbox_id), "%s", s.id);
-	if ((r = store_sandbox_delete(DL->db, s.id)) < 0) {
+	if ((r = store_sandbox_delete(dispatch_L->db, s.id)) < 0) {
 		free(p);
 		reply_err(ch, h->id, perr_from_errno(r), "deleting: %s", strerror(-r));
 		sandbox_clear(&s);
 		return;
 	}
-	if (s.backend == BACKEND_DOCKER)
-		run_docker_remove(DL, &s);
-	if ((r = sandbox_workdir_remove(DL, s.id, s.jail_uid, delete_done, p)) < 0)
+	run_sandbox_cleanup(dispatch_L, &s); /* docker: its container goes too */
+	if ((r = sandbox_workdir_remove(dispatch_L, s.id, s.jail_uid, delete_done, p)) < 0)
 		delete_done(r, p); /* the row is gone; the stale directory is only logged */
 	sandbox_clear(&s);
 }
@@ -458,7 +449,7 @@ static void h_mount_add(struct proto_chan *ch, const struct proto_hdr *h, void *
 	struct sandbox s;
 	int r;
 
-	if ((r = sandbox_mount_check(DL, in->source, in->target, &canon, reason, sizeof(reason))) < 0) {
+	if ((r = sandbox_mount_check(dispatch_L, in->source, in->target, &canon, reason, sizeof(reason))) < 0) {
 		reply_err(ch, h->id, r == -EPERM ? PERR_FORBIDDEN : PERR_INVALID_ARGUMENT, "%s", reason);
 		return;
 	}
@@ -469,7 +460,7 @@ static void h_mount_add(struct proto_chan *ch, const struct proto_hdr *h, void *
 		sandbox_clear(&s);
 		return;
 	}
-	if ((r = sandbox_rep_fits(&s)) < 0 || (r = store_sandbox_update(DL->db, &s)) < 0) {
+	if ((r = sandbox_rep_fits(&s)) < 0 || (r = store_sandbox_update(dispatch_L->db, &s)) < 0) {
 		if (r == -EMSGSIZE)
 			reply_err(ch, h->id, PERR_PAYLOAD_TOO_LARGE, SBX_TOO_LARGE_MSG);
 		else
@@ -514,7 +505,7 @@ static void h_mount_del(struct proto_chan *ch, const struct proto_hdr *h, void *
 	src = (struct proto_strv){ 0 };
 	tgt = (struct proto_strv){ 0 };
 	ro = (struct proto_u32v){ 0 };
-	if (r < 0 || (r = store_sandbox_update(DL->db, &s)) < 0) {
+	if (r < 0 || (r = store_sandbox_update(dispatch_L->db, &s)) < 0) {
 		reply_err(ch, h->id, PERR_INTERNAL, "removing the mount: %s", strerror(-r));
 		goto out;
 	}
@@ -534,192 +525,12 @@ static void h_profile_get(struct proto_chan *ch, const struct proto_hdr *h, void
 	int r;
 	if (load_sandbox(ch, h->id, in->id, &s) < 0)
 		return;
-	if ((r = run_profile(DL, &s, &rep)) < 0)
+	if ((r = run_profile(dispatch_L, &s, &rep)) < 0)
 		reply_err(ch, h->id, PERR_INTERNAL, "building the profile: %s", strerror(-r));
 	else
 		proto_chan_send(ch, MSG_PROFILE_REP, h->id, &rep, -1);
 	proto_msg_clear(MSG_PROFILE_REP, &rep);
 	sandbox_clear(&s);
-}
-
-/* ---- runs -------------------------------------------------------------------------- */
-
-/* stdout then stderr in one sealed-size memfd: outputs can exceed one packet */
-static int output_memfd(const char *out, size_t out_len, const char *err, size_t err_len)
-{
-	int fd = memfd_create("sbx-run-output", MFD_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if ((out_len && write_all(fd, out, out_len) < 0) || (err_len && write_all(fd, err, err_len) < 0) ||
-	    lseek(fd, 0, SEEK_SET) < 0) {
-		int e = errno ? errno : EIO;
-		close(fd);
-		return -e;
-	}
-	return fd;
-}
-
-static void send_run_rep(struct proto_chan *ch, uint32_t id, const struct run_result *r, bool with_output)
-{
-	struct msg_RUN_REP rep = {
-		.id = (char *)r->id,
-		.sandbox_id = (char *)r->sandbox_id,
-		.language = r->language <= LANG_MAX_ ? r->language : LANG_SH,
-		.entrance = r->entrance <= ENTRANCE_MAX_ ? r->entrance : ENTRANCE_REST,
-		.has_exit_code = r->has_exit_code,
-		.exit_code = r->exit_code,
-		.signal = r->signal,
-		.timed_out = r->timed_out,
-		.stdout_len = with_output ? r->out_len : 0,
-		.stderr_len = with_output ? r->err_len : 0,
-		.stdout_truncated = r->out_truncated,
-		.stderr_truncated = r->err_truncated,
-		.duration_ms = r->duration_ms,
-		.isolation = (char *)(r->isolation ? r->isolation : "none"),
-		.created_at = r->created_at,
-		.limits = r->limits,
-		.note = r->note ? r->note : (char *)"",
-	};
-	int mfd = -1;
-	if (with_output && (mfd = output_memfd(r->out, r->out_len, r->err, r->err_len)) < 0) {
-		reply_err(ch, id, PERR_INTERNAL, "passing the output: %s", strerror(-mfd));
-		return;
-	}
-	if (proto_chan_send(ch, MSG_RUN_REP, id, &rep, mfd) < 0)
-		log_warnx("run %s: reply %u could not be queued", r->id, id);
-}
-
-static void run_done(int err, const char *message, struct run_result *res, void *arg)
-{
-	struct pending *p = arg;
-	struct proto_chan *ch = pending_chan(p);
-	if (!ch) {
-		log_info("run finished after its API channel went away; reply %u dropped", p->id);
-	} else if (err) {
-		reply_err(ch, p->id, (unsigned)err >= 1 && (unsigned)err <= PERR_MAX_ ? (enum proto_err)err : PERR_INTERNAL,
-		          "%s", message ? message : "run failed");
-	} else {
-		send_run_rep(ch, p->id, res, true);
-	}
-	free(p);
-}
-
-static void start_run(struct proto_chan *ch, uint32_t id, struct run_request *rq)
-{
-	struct pending *p;
-	int r;
-
-	if (rq->timeout_ms > SBX_TIMEOUT_MS_MAX) {
-		reply_err(ch, id, PERR_INVALID_ARGUMENT, "timeoutMs: at most %u", SBX_TIMEOUT_MS_MAX);
-		return;
-	}
-	if (rq->language > LANG_MAX_ || rq->entrance > ENTRANCE_MAX_) {
-		reply_err(ch, id, PERR_INVALID_ARGUMENT, "language or entrance out of range");
-		return;
-	}
-	if (!rq->code || strlen(rq->code) > PROTO_CODE_MAX ||
-	    (rq->stdin_data && strlen(rq->stdin_data) > PROTO_CODE_MAX)) {
-		reply_err(ch, id, PERR_PAYLOAD_TOO_LARGE, "code or stdin: at most %u bytes", PROTO_CODE_MAX);
-		return;
-	}
-	if (!(p = pending_new(id))) {
-		reply_err(ch, id, PERR_INTERNAL, "out of memory");
-		return;
-	}
-	snprintf(p->sandbox_id, sizeof(p->sandbox_id), "%s", rq->sandbox_id);
-	/* run_code calls run_done exactly once, possibly before it returns */
-	if ((r = run_code(DL, rq, run_done, p)) < 0)
-		log_warnx("run_code: %s", strerror(-r));
-}
-
-static void h_run(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
-{
-	struct msg_RUN *in = m;
-	struct run_request rq = { .language = in->language,
-		                  .code = in->code,
-		                  .stdin_data = in->stdin_data,
-		                  .timeout_ms = in->timeout_ms,
-		                  .entrance = in->entrance,
-		                  .is_exec = false };
-	if (!sandbox_id_valid(in->sandbox_id)) {
-		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "sandbox id: 1..%u of [a-z0-9_]", PROTO_ID_MAX);
-		return;
-	}
-	snprintf(rq.sandbox_id, sizeof(rq.sandbox_id), "%s", in->sandbox_id);
-	start_run(ch, h->id, &rq);
-}
-
-static void h_exec(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
-{
-	struct msg_EXEC *in = m;
-	struct run_request rq = { .language = LANG_SH,
-		                  .code = in->code,
-		                  .stdin_data = "",
-		                  .timeout_ms = in->timeout_ms,
-		                  .entrance = in->entrance,
-		                  .is_exec = true };
-	/* "" = the default sandbox "shell", which run_code resolves */
-	if (in->sandbox_id[0] && !sandbox_id_valid(in->sandbox_id)) {
-		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "sandbox id: 1..%u of [a-z0-9_]", PROTO_ID_MAX);
-		return;
-	}
-	snprintf(rq.sandbox_id, sizeof(rq.sandbox_id), "%s", in->sandbox_id);
-	start_run(ch, h->id, &rq);
-}
-
-struct runs_ctx {
-	struct proto_chan *ch;
-	uint32_t id, count;
-};
-
-static int runs_one(const struct run_result *r, void *arg)
-{
-	struct runs_ctx *c = arg;
-	send_run_rep(c->ch, c->id, r, true); /* history shows what each run printed (as stored, capped) */
-	c->count++;
-	return 0;
-}
-
-static void h_runs_list(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
-{
-	struct msg_RUNS_LIST *in = m;
-	struct runs_ctx c = { .ch = ch, .id = h->id };
-	struct sandbox s;
-	unsigned limit = in->limit ? in->limit : DISPATCH_RUNS_LIST_DEFAULT;
-	int r;
-
-	if (in->limit > DISPATCH_RUNS_LIST_MAX) {
-		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "limit: at most %u", DISPATCH_RUNS_LIST_MAX);
-		return;
-	}
-	if (load_sandbox(ch, h->id, in->sandbox_id, &s) < 0)
-		return;
-	sandbox_clear(&s);
-	if ((r = store_run_foreach(DL->db, in->sandbox_id, limit, runs_one, &c)) < 0) {
-		reply_err(ch, h->id, PERR_INTERNAL, "database: %s", strerror(-r));
-		return;
-	}
-	struct msg_LIST_END end = { .count = c.count };
-	proto_chan_send(ch, MSG_LIST_END, h->id, &end, -1);
-}
-
-static void h_run_get(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
-{
-	struct msg_RUN_GET *in = m;
-	struct run_result r;
-	int rc;
-
-	if (!sandbox_id_valid(in->sandbox_id) || !sandbox_id_valid(in->run_id)) {
-		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "ids: 1..%u of [a-z0-9_]", PROTO_ID_MAX);
-		return;
-	}
-	if ((rc = store_run_get(DL->db, in->sandbox_id, in->run_id, &r)) < 0) {
-		reply_err(ch, h->id, rc == -ENOENT ? PERR_NOT_FOUND : PERR_INTERNAL, "run %s: %s",
-		          in->run_id, rc == -ENOENT ? "not found" : strerror(-rc));
-		return;
-	}
-	send_run_rep(ch, h->id, &r, true);
-	run_result_clear(&r);
 }
 
 /* ---- sbxd -------------------------------------------------------------------------- */
@@ -739,14 +550,14 @@ static void h_peer_fd(struct proto_chan *ch, const struct proto_hdr *h, void *m,
 		log_warnx("PEER_FD for role %u ignored", in->role);
 		return;
 	}
-	n = proto_chan_new(DL->base, fd, ROLE_LAUNCHER, ROLE_API, api_table, api_table_n, api_event, DL);
+	n = proto_chan_new(dispatch_L->base, fd, ROLE_LAUNCHER, ROLE_API, api_table, api_table_n, api_event, dispatch_L);
 	if (!n) {
 		close(fd);
 		log_warnx("PEER_FD: could not build the new API channel");
 		return;
 	}
-	proto_chan_free(DL->api);
-	DL->api = n;
+	proto_chan_free(dispatch_L->api);
+	dispatch_L->api = n;
 	api_gen++; /* replies for requests of the old process are dropped */
 	log_info("API channel replaced (the API process was restarted)");
 }
@@ -798,10 +609,10 @@ GUARDED(h_sbx_get)
 GUARDED(h_sbx_list)
 GUARDED(h_sbx_update)
 GUARDED(h_sbx_delete)
-GUARDED(h_run)
-GUARDED(h_exec)
-GUARDED(h_runs_list)
-GUARDED(h_run_get)
+GUARDED(dispatch_h_run)
+GUARDED(dispatch_h_exec)
+GUARDED(dispatch_h_runs_list)
+GUARDED(dispatch_h_run_get)
 GUARDED(h_mount_add)
 GUARDED(h_mount_del)
 GUARDED(h_profile_get)
@@ -816,10 +627,10 @@ static const struct proto_dispatch api_table[] = {
 	{ MSG_SBX_LIST, ROLE_API, g_h_sbx_list },
 	{ MSG_SBX_UPDATE, ROLE_API, g_h_sbx_update },
 	{ MSG_SBX_DELETE, ROLE_API, g_h_sbx_delete },
-	{ MSG_RUN, ROLE_API, g_h_run },
-	{ MSG_EXEC, ROLE_API, g_h_exec },
-	{ MSG_RUNS_LIST, ROLE_API, g_h_runs_list },
-	{ MSG_RUN_GET, ROLE_API, g_h_run_get },
+	{ MSG_RUN, ROLE_API, g_dispatch_h_run },
+	{ MSG_EXEC, ROLE_API, g_dispatch_h_exec },
+	{ MSG_RUNS_LIST, ROLE_API, g_dispatch_h_runs_list },
+	{ MSG_RUN_GET, ROLE_API, g_dispatch_h_run_get },
 	{ MSG_MOUNT_ADD, ROLE_API, g_h_mount_add },
 	{ MSG_MOUNT_DEL, ROLE_API, g_h_mount_del },
 	{ MSG_PROFILE_GET, ROLE_API, g_h_profile_get },
@@ -840,8 +651,8 @@ static void api_event(struct proto_chan *ch, enum proto_chan_event ev, const cha
 		/* keep running: runs in flight finish and are recorded; sbxd restarts the API
 		 * and hands over a new channel with PEER_FD */
 		log_warnx("API channel %s: %s", ev == PCHAN_FRAMING ? "violated framing" : "closed", detail);
-		if (DL->api == ch) {
-			DL->api = NULL;
+		if (dispatch_L->api == ch) {
+			dispatch_L->api = NULL;
 			api_gen++;
 		}
 		proto_chan_free(ch);
@@ -862,19 +673,27 @@ static void sbxd_event(struct proto_chan *ch, enum proto_chan_event ev, const ch
 	case PCHAN_CLOSED:
 		/* no supervisor means nobody mirrors our process groups: stop everything */
 		log_warnx("sbxd channel lost (%s): killing every run and exiting", detail);
-		if (DL->sbxd == ch)
-			DL->sbxd = NULL;
+		if (dispatch_L->sbxd == ch)
+			dispatch_L->sbxd = NULL;
 		proto_chan_free(ch);
 		sbxd_lost = true;
-		runner_kill_all(DL);
-		event_base_loopbreak(DL->base);
+		runner_kill_all(dispatch_L);
+		event_base_loopbreak(dispatch_L->base);
 		break;
 	}
 }
 
+/* The registry's one way out to sbxd's mirror of live process groups. */
+static void registry_mirror(enum proto_type type, const void *msg, void *arg)
+{
+	if (dispatch_L->sbxd)
+		proto_chan_send(dispatch_L->sbxd, type, 0, msg, -1);
+}
+
 int dispatch_start(struct launcher *L, int sbxd_fd, int api_fd)
 {
-	DL = L;
+	dispatch_L = L;
+	registry_set_mirror(registry_launcher(), registry_mirror, NULL);
 	L->sbxd = proto_chan_new(L->base, sbxd_fd, ROLE_LAUNCHER, ROLE_SBXD, sbxd_table,
 	                         sizeof(sbxd_table) / sizeof(sbxd_table[0]), sbxd_event, L);
 	if (!L->sbxd)

@@ -1,5 +1,5 @@
 /* The launcher's shared types: a sandbox's stored settings, a run request and its result,
- * and the few entry points that connect the modules (store, runner, dispatch). */
+ * and the few entry points that connect the modules (store, policy, runner, dispatch). */
 #ifndef SBX_LAUNCHER_H
 #define SBX_LAUNCHER_H
 
@@ -70,6 +70,13 @@ struct launcher {
 	unsigned live_runs;
 };
 
+/* A run's output as it arrives, before capping (NULL today): the hook that streaming over
+ * the wire and detached runs plug into. stream is RUN_STDOUT or RUN_STDERR. */
+struct run;
+enum run_stream { RUN_STDOUT = 1, RUN_STDERR = 2 };
+typedef void (*run_output_fn)(struct run *run, enum run_stream stream, const char *data,
+                              size_t len, void *arg);
+
 struct run_request {
 	char sandbox_id[PROTO_ID_MAX + 1]; /* "" for EXEC = the default sandbox "shell" */
 	uint32_t language;                 /* enum proto_lang */
@@ -78,6 +85,8 @@ struct run_request {
 	uint32_t timeout_ms; /* 0 = the sandbox's limit */
 	uint32_t entrance;   /* enum proto_entrance */
 	bool is_exec;        /* the execShell entrance (POST /exec, sbx_exec) */
+	run_output_fn on_output; /* NULL = collect only */
+	void *on_output_arg;
 };
 
 struct run_result {
@@ -101,27 +110,32 @@ void run_result_clear(struct run_result *r);
  * result (and its strings) belong to the caller of the callback only during the call. */
 typedef void (*run_done_fn)(int err, const char *message, struct run_result *res, void *arg);
 
-/* THE gate: every execution from every entrance goes through here (DESIGN.md §6). It
- * checks the ExecPolicy, resolves the sandbox, builds the fence anew from the stored
- * settings, spawns, enforces the deadline, records the run and calls done exactly once
- * (possibly before returning, for refusals). Returns 0 or -errno only for programming
- * errors; refusals are reported through done. */
+/* THE gate (launcher/policy.c): every execution from every entrance goes through here
+ * (DESIGN.md §6). It checks the ExecPolicy, resolves the sandbox, decides the isolation
+ * and hands the run to the runner, which builds the fence anew from the stored settings,
+ * spawns, enforces the deadline, records the run and calls done exactly once (possibly
+ * before returning, for refusals). Returns 0 or -errno only for programming errors;
+ * refusals are reported through done. */
 int run_code(struct launcher *L, const struct run_request *req, run_done_fn done, void *arg);
 
-/* The fence the next run of s would get, for GET /sandboxes/{id}/profile: kind
- * ("bwrap" | "degraded" | "docker"), the argv (descriptor numbers as the child sees them),
- * and a note of what is enforced besides the argv. Returns 0 or -errno. */
+/* The fence the next run of s would get, for GET /sandboxes/{id}/profile, built by the
+ * same backend function a run uses (launcher/backend/): kind ("bwrap" | "degraded" |
+ * "docker"), the argv (descriptor numbers as the child sees them), and a note of what is
+ * enforced besides the argv. Returns 0 or -errno. */
 int run_profile(struct launcher *L, const struct sandbox *s, struct msg_PROFILE_REP *ret);
 
-/* Remove a docker sandbox's container (docker rm -f), without waiting for it. */
-void run_docker_remove(struct launcher *L, const struct sandbox *s);
+/* What a deleted sandbox leaves to its backend (docker: rm -f its container), without
+ * waiting for it. */
+void run_sandbox_cleanup(struct launcher *L, const struct sandbox *s);
 
-/* The daemon user's home (password database; sbxd gives its children no $HOME), or NULL. */
+/* The daemon user's home (password database; sbxd gives its children no $HOME), or NULL.
+ * launcher/home.c */
 const char *launcher_home_dir(void);
 /* No network and no ports: the jail's seccomp filter also refuses AF_INET/6/PACKET. */
 bool sandbox_denies_inet(const struct sandbox *s);
 
-/* Kill every live run (shutdown, or the API channel going away is NOT a reason). */
+/* SIGKILL every live run at once (launcher shutdown or a lost sbxd; the API channel
+ * going away is NOT a reason). */
 void runner_kill_all(struct launcher *L);
 
 #endif

@@ -20,6 +20,7 @@
 #include <event2/event.h>
 
 #include "cleanup.h"
+#include "privdrop.h"
 #include "fence/mounts.h"
 #include "store.h"
 #include "util.h"
@@ -855,9 +856,7 @@ int sandbox_workdir_remove(struct launcher *L, const char *id, uint32_t jail_uid
 		             : openat(dfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (wd < 0)
 			st = errno == ENOENT ? 0 : -errno;
-		else if (L->root && jail_uid &&
-		         (setgroups(0, NULL) < 0 || setresgid(jail_uid, jail_uid, jail_uid) < 0 ||
-		          setresuid(jail_uid, jail_uid, jail_uid) < 0))
+		else if (L->root && jail_uid && privdrop_to(jail_uid, jail_uid) < 0)
 			st = -EPERM; /* never fall back to removing as root */
 		else
 			st = sandbox_rm_tree_at(wd, 0);

@@ -207,6 +207,10 @@ static int build_argv(struct child *c, char **argv)
 	argv[n++] = (char *)cfg->log_level;
 	if (c->id == CHILD_API && cfg->no_auth)
 		argv[n++] = (char *)"--no-auth";
+	/* sbx-api parses --listen with the same listen_parse(): it must be told what sbxd
+	 * allowed, or it refuses the address and is restarted for ever */
+	if (c->id == CHILD_API && cfg->allow_remote)
+		argv[n++] = (char *)"--allow-remote";
 	if (c->id == CHILD_LAUNCHER && cfg->bwrap[0]) {
 		argv[n++] = (char *)"--bwrap";
 		argv[n++] = (char *)cfg->bwrap;

@@ -1,12 +1,11 @@
 /* sbxd's command line and defaults (DESIGN.md §4). Nothing here logs. */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "listen.h"
 #include "log.h"
 #include "sbxd.h"
 
@@ -49,50 +48,6 @@ int config_default_data_dir(bool root, char *buf, size_t bufsz)
 	return 0;
 }
 
-int config_parse_listen(const char *s, char *host, size_t hostsz, uint16_t *ret_port,
-                        bool *ret_loopback)
-{
-	const char *colon, *hs, *he;
-	char *end;
-	unsigned long port;
-	struct in_addr a4;
-	struct in6_addr a6;
-	size_t hl;
-
-	if (s[0] == '[') { /* [v6]:port */
-		hs = s + 1;
-		if (!(he = strchr(hs, ']')) || he[1] != ':')
-			return -EINVAL;
-		colon = he + 1;
-	} else {
-		hs = s;
-		if (!(colon = strrchr(s, ':')) || memchr(s, ':', (size_t)(colon - s)))
-			return -EINVAL; /* a bare v6 address needs brackets */
-		he = colon;
-	}
-	hl = (size_t)(he - hs);
-	if (hl == 0 || hl >= hostsz)
-		return -EINVAL;
-	memcpy(host, hs, hl);
-	host[hl] = '\0';
-	errno = 0;
-	port = strtoul(colon + 1, &end, 10);
-	if (errno || *end || end == colon + 1 || colon[1] == '-' || colon[1] == '+' || port == 0 ||
-	    port > 65535)
-		return -EINVAL;
-	if (strcmp(host, "localhost") == 0) {
-		*ret_loopback = true;
-	} else if (inet_pton(AF_INET, host, &a4) == 1) {
-		*ret_loopback = (ntohl(a4.s_addr) >> 24) == 127;
-	} else if (inet_pton(AF_INET6, host, &a6) == 1) {
-		*ret_loopback = IN6_IS_ADDR_LOOPBACK(&a6);
-	} else {
-		return -EINVAL; /* names other than localhost could resolve anywhere */
-	}
-	*ret_port = (uint16_t)port;
-	return 0;
-}
-
 enum { OPT_LISTEN = 1, OPT_DATA, OPT_FG, OPT_LEVEL, OPT_NOAUTH, OPT_LIBEXEC, OPT_REMOTE, OPT_HELP, OPT_DOCKER, OPT_BWRAP };
 
 int config_parse(int argc, char *argv[], struct sbxd_config *cfg, const char **ret_why)
@@ -110,11 +65,10 @@ int config_parse(int argc, char *argv[], struct sbxd_config *cfg, const char **r
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
-	char host[SBXD_LISTEN_MAX];
+	char host[LISTEN_HOST_MAX];
 	uint16_t port;
-	bool loopback;
 	enum log_level lvl;
-	int o;
+	int o, r;
 
 	memset(cfg, 0, sizeof(*cfg));
 	strcpy(cfg->listen, SBXD_LISTEN_DEFAULT);
@@ -186,20 +140,22 @@ int config_parse(int argc, char *argv[], struct sbxd_config *cfg, const char **r
 		*ret_why = "unexpected argument";
 		return -EINVAL;
 	}
-	if (config_parse_listen(cfg->listen, host, sizeof(host), &port, &loopback) < 0) {
+	/* the same parser sbx-api binds with: what passes here cannot fail there */
+	r = listen_parse(cfg->listen, cfg->allow_remote, host, sizeof(host), &port);
+	if (r == -EPERM) {
+		*ret_why = "--listen: refusing a non-loopback address without --allow-remote";
+		return -EPERM;
+	}
+	if (r < 0) {
 		*ret_why = "--listen: expected HOST:PORT with a numeric address (or localhost), "
 		           "port 1-65535, e.g. 127.0.0.1:7420 or [::1]:7420";
 		return -EINVAL;
 	}
-	if (strcmp(host, "localhost") == 0) /* the API binds numbers, not names */
-		snprintf(cfg->listen, sizeof(cfg->listen), "127.0.0.1:%u", (unsigned)port);
-	if (!loopback && !cfg->allow_remote) {
-		*ret_why = "--listen: refusing a non-loopback address without --allow-remote";
-		return -EPERM;
-	}
-	if (!loopback && cfg->no_auth) {
-		*ret_why = "--no-auth cannot be combined with a non-loopback --listen: remote "
-		           "access always requires the token";
+	if (strncmp(cfg->listen, "localhost:", 10) == 0) /* the API binds numbers, not names */
+		snprintf(cfg->listen, sizeof(cfg->listen), "%s:%u", host, (unsigned)port);
+	if (cfg->allow_remote && cfg->no_auth) {
+		*ret_why = "--no-auth cannot be combined with --allow-remote: remote access "
+		           "always requires the token";
 		return -EPERM;
 	}
 	return 0;

@@ -57,10 +57,6 @@ int config_parse(int argc, char *argv[], struct sbxd_config *cfg, const char **r
 /* The data directory when none was given: $SBX_DATA_DIR, /var/lib/sbx as root, else
  * $XDG_DATA_HOME/sbx or $HOME/.local/share/sbx. */
 int config_default_data_dir(bool root, char *buf, size_t bufsz);
-/* Split "127.0.0.1:7420" / "[::1]:7420" / "localhost:7420"; say whether the host is a
- * loopback address (127.0.0.0/8, ::1). Returns -EINVAL for anything unparsable. */
-int config_parse_listen(const char *s, char *host, size_t hostsz, uint16_t *ret_port,
-                        bool *ret_loopback);
 const char *config_usage(void);
 
 /* ---- mirror.c ------------------------------------------------------------------------- */

@@ -60,6 +60,22 @@ Test(sbxd_config, refuses_non_loopback_without_allow_remote)
 	/* remote access always needs the token */
 	cr_assert_eq(PARSE(&cfg, &why, "--listen", "0.0.0.0:7420", "--allow-remote", "--no-auth"),
 	             -EPERM);
+	cr_assert(strstr(why, "--no-auth"));
+	/* on loopback too: --allow-remote says the token is the boundary, --no-auth removes it */
+	cr_assert_eq(PARSE(&cfg, &why, "--allow-remote", "--no-auth"), -EPERM);
+	cr_assert_eq(PARSE(&cfg, &why, "--allow-remote"), 0);
+	cr_assert(cfg.allow_remote);
+}
+
+Test(sbxd_config, remote_forms_pass_the_shared_parser)
+{
+	struct sbxd_config cfg;
+	const char *why;
+	cr_assert_eq(PARSE(&cfg, &why, "--listen", "[::]:7420", "--allow-remote"), 0);
+	cr_assert_str_eq(cfg.listen, "[::]:7420", "handed to sbx-api as given");
+	cr_assert_eq(PARSE(&cfg, &why, "--listen", "192.168.1.2:80", "--allow-remote"), 0);
+	cr_assert_eq(PARSE(&cfg, &why, "--listen", "[127.0.0.1]:80"), -EINVAL,
+	             "brackets are for v6 only");
 }
 
 Test(sbxd_config, loopback_forms)

@@ -154,12 +154,18 @@ int sbxd_start(struct sbxd *d)
 {
 	int r;
 	pid_t keep_pid = -1;
-	char docker[sizeof(d->docker)], bwrap[sizeof(d->bwrap)];
+	char docker[sizeof(d->docker)], bwrap[sizeof(d->bwrap)], host[sizeof(d->listen_host)];
+	const char *extra[SBXD_EXTRA_ARGS_MAX + 1];
 	memcpy(docker, d->docker, sizeof(docker));
 	memcpy(bwrap, d->bwrap, sizeof(bwrap));
+	memcpy(host, d->listen_host, sizeof(host));
+	memcpy(extra, d->extra_args, sizeof(extra));
 	memset(d, 0, sizeof(*d));
+	/* the settings a caller makes first */
 	memcpy(d->docker, docker, sizeof(docker));
-	memcpy(d->bwrap, bwrap, sizeof(bwrap)); /* the one setting a caller makes first */
+	memcpy(d->bwrap, bwrap, sizeof(bwrap));
+	memcpy(d->listen_host, host, sizeof(host));
+	memcpy(d->extra_args, extra, sizeof(extra));
 	d->pid = keep_pid;
 	if ((r = find_bin_dir(d->bin_dir, sizeof(d->bin_dir))) < 0)
 		return r;
@@ -179,13 +185,14 @@ int sbxd_start(struct sbxd *d)
 	rand_alnum(rnd, 16);
 	snprintf(d->secret, sizeof(d->secret), "s3cr3t-%s", rnd);
 
-	char sbxd_path[PATH_MAX], listen[32], secret_env[96];
+	char sbxd_path[PATH_MAX], listen[96], secret_env[96];
 	snprintf(sbxd_path, sizeof(sbxd_path), "%s/sbxd", d->bin_dir);
 	if (access(sbxd_path, X_OK) < 0) {
 		fprintf(stderr, "harness: %s: %s\n", sbxd_path, strerror(errno));
 		return -ENOENT;
 	}
-	snprintf(listen, sizeof(listen), "127.0.0.1:%u", d->port);
+	snprintf(listen, sizeof(listen), "%s:%u", d->listen_host[0] ? d->listen_host : "127.0.0.1",
+		 d->port);
 	snprintf(secret_env, sizeof(secret_env), "SBX_TEST_SECRET=%s", d->secret);
 
 	/* sbxd's environment = ours plus the secret that must never reach a jail */
@@ -196,8 +203,8 @@ int sbxd_start(struct sbxd *d)
 			envp[ne++] = *e;
 	envp[ne++] = secret_env;
 	envp[ne] = NULL;
-	const char *argv[] = { sbxd_path, "--foreground", "--listen", listen,
-			       "--data-dir", d->data_dir, NULL, NULL, NULL, NULL, NULL };
+	const char *argv[11 + SBXD_EXTRA_ARGS_MAX] = { sbxd_path, "--foreground", "--listen", listen,
+						      "--data-dir", d->data_dir };
 	size_t na = 6;
 	if (d->docker[0]) {
 		argv[na++] = "--docker";
@@ -207,6 +214,9 @@ int sbxd_start(struct sbxd *d)
 		argv[na++] = "--bwrap";
 		argv[na++] = d->bwrap;
 	}
+	for (size_t i = 0; i < SBXD_EXTRA_ARGS_MAX && d->extra_args[i]; i++)
+		argv[na++] = d->extra_args[i];
+	argv[na] = NULL;
 
 	fflush(NULL);
 	pid_t parent = getpid();
@@ -238,6 +248,7 @@ int sbxd_start(struct sbxd *d)
 		int st;
 		if (waitpid(pid, &st, WNOHANG) == pid) {
 			d->pid = -1;
+			d->exit_status = st;
 			fprintf(stderr, "harness: sbxd exited during start-up (status 0x%x)\n", st);
 			return -ECHILD;
 		}

@@ -24,7 +24,8 @@
 #define SBXD_STOP_TIMEOUT_MS  5000u               /* SIGTERM grace before SIGKILL */
 #define SBX_TOKEN_MAX        256u
 #define JSON_PATH_DEPTH_MAX  16u
-#define SBX_IT_ROOT_MAX      1024u /* the temp root and bin dir paths; children fit PATH_MAX */
+#define SBX_IT_ROOT_MAX      1024u
+#define SBXD_EXTRA_ARGS_MAX  8u                   /* extra sbxd options per test */ /* the temp root and bin dir paths; children fit PATH_MAX */
 
 struct sbxd {
 	pid_t pid;
@@ -37,6 +38,9 @@ struct sbxd {
 	char secret[64]; /* SBX_TEST_SECRET put into sbxd's own environment */
 	char docker[SBX_IT_ROOT_MAX]; /* set before sbxd_start: passed as --docker */
 	char bwrap[SBX_IT_ROOT_MAX];  /* set before sbxd_start: passed as --bwrap */
+	char listen_host[64];         /* set before sbxd_start: --listen HOST:port ("" = 127.0.0.1) */
+	const char *extra_args[SBXD_EXTRA_ARGS_MAX + 1]; /* set before sbxd_start: more options */
+	int exit_status;              /* sbxd's wait status when it exited during start-up */
 };
 
 struct http_resp {

@@ -1,0 +1,97 @@
+/* bubblewrap (DESIGN.md §5): the argv from fence/bwrap_argv.c, the seccomp baseline from
+ * fence/jail_seccomp.c as --seccomp 4, and --info-fd 3 for the jail's own pid. */
+#include "backend/backend.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fence/bwrap_argv.h"
+#include "fence/jail_seccomp.h"
+
+static int bwrap_build(struct launcher *L, const struct sandbox *s, struct proto_strv *ret)
+{
+	struct bwrap_opts bo = { .bwrap = L->bwrap_path, .home = launcher_home_dir(),
+		                 .data_dir = L->data_dir, .seccomp_fd = BACKEND_CHILD_FD_SECCOMP,
+		                 .info_fd = BACKEND_CHILD_FD_INFO };
+	return bwrap_argv(s, &bo, ret);
+}
+
+/* Fence binds go just before the "--" that ends bwrap's own options. */
+static int insert_binds(struct proto_strv *argv, const struct proto_strv *binds)
+{
+	struct proto_strv out = { 0 };
+	int r = 0;
+	for (uint32_t i = 0; i < argv->n && r == 0; i++) {
+		if (strcmp(argv->v[i], "--") == 0)
+			for (uint32_t j = 0; j < binds->n && r == 0; j++)
+				r = proto_strv_push(&out, binds->v[j]);
+		if (r == 0)
+			r = proto_strv_push(&out, argv->v[i]);
+	}
+	if (r < 0) {
+		proto_strv_clear(&out);
+		return r;
+	}
+	proto_strv_clear(argv);
+	*argv = out;
+	return 0;
+}
+
+static int bwrap_prepare(struct launcher *L, const struct sandbox *s, const struct backend_fences *f,
+                         struct backend_spawn *ret)
+{
+	int p[2], r;
+	if ((r = jail_seccomp_fd(sandbox_denies_inet(s), &ret->seccomp_fd)) < 0)
+		return r;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	ret->info_r = p[0];
+	ret->info_w = p[1];
+	if ((r = bwrap_build(L, s, &ret->argv)) < 0)
+		return r;
+	if (f->binds.n && (r = insert_binds(&ret->argv, &f->binds)) < 0)
+		return r;
+	ret->engine_limits = true;
+	ret->syscalls = "seccomp";
+	return 0;
+}
+
+static int bwrap_profile(struct launcher *L, const struct sandbox *s, struct msg_PROFILE_REP *ret)
+{
+	char note[PROTO_STR_MAX];
+	size_t off = 0;
+	int e;
+
+	memset(ret, 0, sizeof(*ret));
+	if ((e = bwrap_build(L, s, &ret->argv)) < 0)
+		return e;
+	off += (size_t)snprintf(note + off, sizeof(note) - off,
+	                        "runs as host uid %u with NO_NEW_PRIVS; fd %d carries the seccomp "
+	                        "baseline (denied: ",
+	                        L->root ? s->jail_uid : (unsigned)geteuid(), BACKEND_CHILD_FD_SECCOMP);
+	for (size_t i = 0; jail_seccomp_denied[i] && off < sizeof(note) - 64; i++)
+		off += (size_t)snprintf(note + off, sizeof(note) - off, "%s%s", i ? " " : "",
+		                        jail_seccomp_denied[i]);
+	snprintf(note + off, sizeof(note) - off,
+	         "%s); limits: %s; timeout %u ms; output %llu bytes per stream",
+	         sandbox_denies_inet(s) ? "; AF_INET/AF_INET6/AF_PACKET sockets" : "",
+	         L->root ? "per-run cgroups (memory, pids) and rlimits" : "rlimits only",
+	         s->timeout_ms, (unsigned long long)s->output_bytes);
+	ret->kind = strdup("bwrap");
+	ret->note = strdup(note);
+	if (s->network)
+		ret->text = strdup("network: true is refused until the pasta fence exists");
+	return ret->kind && ret->note ? 0 : -ENOMEM;
+}
+
+const struct backend_ops backend_bwrap = {
+	.iso = ISO_BWRAP,
+	.profile = bwrap_profile,
+	.prepare = bwrap_prepare,
+	.child_setup = backend_jail_child_setup,
+	.interpreters = backend_host_interpreters,
+};

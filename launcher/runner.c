@@ -1,0 +1,738 @@
+/* A run from fork to the recorded result, as the [state][event] table of runner.h. The
+ * event sources (pipe readers, timers, SIGCHLD) only turn what happened into an event;
+ * runner_event() looks the pair up and runs the one action, so a run's life reads as the
+ * table below. The backend (launcher/backend/) builds the argv and the child's last steps;
+ * the registry (registry.c) holds the run's process groups. */
+#include "runner.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "backend/backend.h"
+#include "cleanup.h"
+#include "fence/cgroup.h"
+#include "log.h"
+#include "registry.h"
+#include "sandbox.h"
+#include "store.h"
+#include "util.h"
+
+#define RUN_FSIZE_MAX   (1ull << 30)
+#define RUN_NOFILE      1024u
+#define RUN_CPU_SLACK_S 5u
+
+/* ---- the table ----------------------------------------------------------------------- */
+
+#define T(next, act) { RS_##next, RA_##act }
+/* [state][event]; a pair not listed is {0, RA_FORBIDDEN}: refused by construction. */
+static const struct runner_step run_fsm[RS_N_][RE_N_] = {
+	[RS_SPAWNING] = {
+		[RE_SPAWNED] = T(RUNNING, START),
+	},
+	[RS_RUNNING] = {
+		[RE_STDIN_DONE] = T(RUNNING, NONE),
+		[RE_OUT_EOF] = T(RUNNING, STREAM_EOF),
+		[RE_ERR_EOF] = T(RUNNING, STREAM_EOF),
+		[RE_EXITED] = T(DRAINING, REAPED),
+		[RE_DEADLINE] = T(KILLING, TERM_DEADLINE),
+		[RE_KILL_REQUESTED] = T(KILLING, TERM_REQUESTED),
+	},
+	[RS_KILLING] = {
+		[RE_STDIN_DONE] = T(KILLING, NONE),
+		[RE_OUT_EOF] = T(KILLING, STREAM_EOF),
+		[RE_ERR_EOF] = T(KILLING, STREAM_EOF),
+		[RE_EXITED] = T(DRAINING, REAPED),
+		[RE_GRACE_EXPIRED] = T(KILLING, SIGKILL),
+		[RE_KILL_REQUESTED] = T(KILLING, NONE),
+	},
+	[RS_DRAINING] = {
+		[RE_STDIN_DONE] = T(DRAINING, NONE),
+		[RE_OUT_EOF] = T(DRAINING, STREAM_EOF),
+		[RE_ERR_EOF] = T(DRAINING, STREAM_EOF),
+		[RE_OUTPUT_CLOSED] = T(DONE, COMPLETE),
+		[RE_DRAIN_EXPIRED] = T(DONE, COMPLETE),
+		[RE_KILL_REQUESTED] = T(DRAINING, SIGKILL),
+	},
+	[RS_DONE] = { { 0 } },
+};
+#undef T
+
+struct runner_step runner_next(enum run_state s, enum run_event e)
+{
+	if ((unsigned)s >= RS_N_ || (unsigned)e >= RE_N_)
+		return (struct runner_step){ s, RA_FORBIDDEN };
+	struct runner_step st = run_fsm[s][e];
+	if (st.action == RA_FORBIDDEN)
+		st.next = s;
+	return st;
+}
+
+const char *runner_state_name(enum run_state s)
+{
+	static const char *const names[RS_N_] = {
+		[RS_SPAWNING] = "SPAWNING", [RS_RUNNING] = "RUNNING", [RS_KILLING] = "KILLING",
+		[RS_DRAINING] = "DRAINING", [RS_DONE] = "DONE",
+	};
+	return (unsigned)s < RS_N_ ? names[s] : "?";
+}
+
+const char *runner_event_name(enum run_event e)
+{
+	static const char *const names[RE_N_] = {
+		[RE_SPAWNED] = "spawned",         [RE_STDIN_DONE] = "stdin_done",
+		[RE_OUT_EOF] = "out_eof",         [RE_ERR_EOF] = "err_eof",
+		[RE_EXITED] = "exited",           [RE_DEADLINE] = "deadline",
+		[RE_GRACE_EXPIRED] = "grace_expired", [RE_DRAIN_EXPIRED] = "drain_expired",
+		[RE_KILL_REQUESTED] = "kill_requested", [RE_OUTPUT_CLOSED] = "output_closed",
+	};
+	return (unsigned)e < RE_N_ ? names[e] : "?";
+}
+
+/* ---- a run --------------------------------------------------------------------------- */
+
+struct stream {
+	struct run *run;
+	enum run_stream which;
+	struct event *ev;
+	int fd;
+	bool eof;
+	struct capture cap;
+};
+
+struct run {
+	LIST_ENTRY(run) entry;
+	struct launcher *L;
+	enum run_state state;
+	const struct backend_ops *ops;
+	enum isolation iso;
+	struct sandbox sb;
+	struct run_result res;
+	char *code;   /* as requested, for the record */
+	char *script; /* what sh -s reads */
+	size_t script_off;
+	pid_t pid;    /* the child (bwrap, docker client or sh); leads its own group */
+	int status;
+	bool exited;
+	struct event *in_ev, *info_ev, *deadline_ev, *grace_ev, *drain_ev;
+	int in_fd, info_fd;
+	char info[RUNNER_INFO_MAX + 1];
+	size_t info_len;
+	struct stream out, err;
+	struct cgroup_run cg;
+	bool have_cg;
+	uint32_t timeout_ms;
+	uint64_t started_ms;
+	run_output_fn on_output;
+	void *on_output_arg;
+	run_done_fn done;
+	void *done_arg;
+};
+
+static LIST_HEAD(run_list, run) runs = LIST_HEAD_INITIALIZER(runs);
+static struct event *sigchld_ev;
+
+static void runner_event(struct run *r, enum run_event ev);
+
+static void ev_freep(struct event **e)
+{
+	if (*e) {
+		event_free(*e);
+		*e = NULL;
+	}
+}
+
+static void stream_close(struct stream *s)
+{
+	ev_freep(&s->ev);
+	if (s->fd >= 0) {
+		close(s->fd);
+		s->fd = -1;
+	}
+	s->eof = true;
+}
+
+/* The one free path, and the registry's guard: whatever way the run ends, every group it
+ * registered is withdrawn here (and from sbxd's mirror). */
+static void run_free(struct run *r)
+{
+	registry_release_run(registry_launcher(), r->res.id);
+	if (r->have_cg)
+		cgroup_run_destroy(&r->cg);
+	ev_freep(&r->in_ev);
+	ev_freep(&r->info_ev);
+	ev_freep(&r->deadline_ev);
+	ev_freep(&r->grace_ev);
+	ev_freep(&r->drain_ev);
+	if (r->in_fd >= 0)
+		close(r->in_fd);
+	if (r->info_fd >= 0)
+		close(r->info_fd);
+	stream_close(&r->out);
+	stream_close(&r->err);
+	capture_free(&r->out.cap);
+	capture_free(&r->err.cap);
+	run_result_clear(&r->res);
+	sandbox_clear(&r->sb);
+	free(r->code);
+	free(r->script);
+	free(r);
+}
+
+static void add_limit(struct run *r, const char *k, const char *v)
+{
+	char kv[64];
+	snprintf(kv, sizeof(kv), "%s=%s", k, v);
+	proto_strv_push(&r->res.limits, kv);
+}
+
+static void append_note(struct run *r, const char *text)
+{
+	char *n = NULL;
+	if (!*text || asprintf(&n, "%s%s%s", r->res.note ? r->res.note : "", r->res.note ? "; " : "",
+	                       text) < 0)
+		return;
+	free(r->res.note);
+	r->res.note = n;
+}
+
+/* Every group of the run (after the leader was reaped, its pgid is no longer ours to
+ * signal), and with SIGKILL the run's cgroup as a whole. */
+static void run_signal_all(struct run *r, int sig)
+{
+	unsigned kinds = REG_KINDS_ALL & ~(r->exited ? REG_KIND_BIT(REG_LEADER) : 0u);
+	registry_kill(registry_launcher(), NULL, r->res.id, kinds, sig);
+	if (sig == SIGKILL && r->have_cg)
+		cgroup_run_kill(&r->cg);
+}
+
+static void timer_arm(struct run *r, struct event **ev, event_callback_fn cb, uint32_t ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	if (!*ev)
+		*ev = evtimer_new(r->L->base, cb, r);
+	if (!*ev || evtimer_add(*ev, &tv) < 0)
+		run_signal_all(r, SIGKILL); /* no timer, no waiting: end it now */
+}
+
+/* ---- the event sources --------------------------------------------------------------- */
+
+static void stream_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct stream *s = arg;
+	struct run *r = s->run;
+	char tmp[RUNNER_READ_CHUNK];
+
+	for (unsigned i = 0; i < RUNNER_READS_PER_EV; i++) {
+		ssize_t n = read(fd, tmp, sizeof(tmp));
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			runner_event(r, s->which == RUN_STDOUT ? RE_OUT_EOF : RE_ERR_EOF);
+			return;
+		}
+		if (r->on_output)
+			r->on_output(r, s->which, tmp, (size_t)n, r->on_output_arg);
+		capture_add(&s->cap, tmp, (size_t)n); /* the rest is dropped: the child never blocks */
+	}
+}
+
+static void stdin_write_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct run *r = arg;
+	size_t left = strlen(r->script) - r->script_off;
+	while (left) {
+		ssize_t n = write(fd, r->script + r->script_off, left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n < 0)
+			break; /* EPIPE: the child went away; its exit status tells the story */
+		r->script_off += (size_t)n;
+		left -= (size_t)n;
+	}
+	ev_freep(&r->in_ev);
+	close(r->in_fd);
+	r->in_fd = -1;
+	runner_event(r, RE_STDIN_DONE);
+}
+
+/* bwrap --info-fd writes {"child-pid": N, ...}: the jail's own pid, which leads a session
+ * and group of its own, so the deadline and sbxd can kill it directly. */
+static void info_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct run *r = arg;
+	ssize_t n = read(fd, r->info + r->info_len, RUNNER_INFO_MAX - r->info_len);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n > 0) {
+		char *p;
+		r->info_len += (size_t)n;
+		r->info[r->info_len] = '\0';
+		if ((p = strstr(r->info, "\"child-pid\"")) && (p = strchr(p, ':')) && strchr(p, ',')) {
+			long v = strtol(p + 1, NULL, 10);
+			if (v > 1 && v < INT32_MAX && !registry_find(registry_launcher(), (pid_t)v))
+				registry_add(registry_launcher(), r->sb.id, r->res.id, (pid_t)v, REG_JAIL,
+				             r->have_cg ? r->cg.kill : NULL);
+		}
+		if (r->info_len < RUNNER_INFO_MAX)
+			return;
+	}
+	ev_freep(&r->info_ev);
+	close(r->info_fd);
+	r->info_fd = -1;
+}
+
+static void deadline_cb(evutil_socket_t fd, short what, void *arg) { runner_event(arg, RE_DEADLINE); }
+static void grace_cb(evutil_socket_t fd, short what, void *arg) { runner_event(arg, RE_GRACE_EXPIRED); }
+static void drain_cb(evutil_socket_t fd, short what, void *arg) { runner_event(arg, RE_DRAIN_EXPIRED); }
+
+/* Reap only our own children: caps.c waits for its probe children by pid. */
+static void sigchld_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct run *r, *next;
+	for (r = LIST_FIRST(&runs); r; r = next) {
+		int st;
+		next = LIST_NEXT(r, entry);
+		if (r->exited || waitpid(r->pid, &st, WNOHANG) != r->pid)
+			continue;
+		r->status = st;
+		runner_event(r, RE_EXITED);
+	}
+}
+
+/* ---- the actions --------------------------------------------------------------------- */
+
+static void act_start(struct run *r)
+{
+	struct launcher *L = r->L;
+	set_nonblock(r->in_fd);
+	r->in_ev = event_new(L->base, r->in_fd, EV_WRITE | EV_PERSIST, stdin_write_cb, r);
+	if (r->in_ev)
+		event_add(r->in_ev, NULL);
+	if (r->info_fd >= 0) {
+		set_nonblock(r->info_fd);
+		r->info_ev = event_new(L->base, r->info_fd, EV_READ | EV_PERSIST, info_read_cb, r);
+		if (r->info_ev)
+			event_add(r->info_ev, NULL);
+	}
+	timer_arm(r, &r->deadline_ev, deadline_cb, r->timeout_ms); /* no deadline, no run */
+}
+
+static bool all_output_in(const struct run *r) { return r->out.eof && r->err.eof; }
+
+static void act_stream_eof(struct run *r, enum run_event ev)
+{
+	stream_close(ev == RE_OUT_EOF ? &r->out : &r->err);
+	if (r->state == RS_DRAINING && all_output_in(r))
+		runner_event(r, RE_OUTPUT_CLOSED);
+}
+
+static void act_reaped(struct run *r)
+{
+	/* the program ended: whatever it left in its groups goes with it */
+	registry_kill(registry_launcher(), NULL, r->res.id, REG_KINDS_ALL, SIGKILL);
+	r->exited = true;
+	if (r->have_cg)
+		cgroup_run_kill(&r->cg);
+	ev_freep(&r->deadline_ev);
+	ev_freep(&r->grace_ev);
+	if (all_output_in(r)) {
+		runner_event(r, RE_OUTPUT_CLOSED);
+		return;
+	}
+	/* something it left holds a pipe: kill again and give the pipes a moment, not for ever */
+	run_signal_all(r, SIGKILL);
+	timer_arm(r, &r->drain_ev, drain_cb, RUNNER_DRAIN_MS);
+}
+
+static void act_term(struct run *r, bool deadline)
+{
+	if (deadline)
+		r->res.timed_out = true;
+	run_signal_all(r, SIGTERM);
+	/* the docker client's death does not end what it started in the container */
+	if (r->ops->on_deadline)
+		r->ops->on_deadline(r->L, &r->sb);
+	timer_arm(r, &r->grace_ev, grace_cb, RUNNER_KILL_GRACE_MS);
+}
+
+static void act_complete(struct run *r)
+{
+	struct run_result *res = &r->res;
+	int st = r->status, e;
+
+	res->duration_ms = now_ms() - r->started_ms;
+	if (WIFEXITED(st)) {
+		res->has_exit_code = true;
+		res->exit_code = (uint32_t)WEXITSTATUS(st);
+	} else if (WIFSIGNALED(st)) {
+		res->signal = (uint32_t)WTERMSIG(st);
+	}
+	res->out_truncated = r->out.cap.truncated;
+	res->err_truncated = r->err.cap.truncated;
+	res->out = capture_steal(&r->out.cap, &res->out_len);
+	res->err = capture_steal(&r->err.cap, &res->err_len);
+	if (r->have_cg) {
+		if (cgroup_run_hit_memory(&r->cg))
+			append_note(r, "the memory limit was reached");
+		if (cgroup_run_hit_pids(&r->cg))
+			append_note(r, "the process limit was reached");
+	}
+	if (res->out_truncated || res->err_truncated)
+		append_note(r, "output beyond limits.outputBytes was dropped");
+	if (res->timed_out)
+		append_note(r, "killed at its deadline");
+	if ((e = store_run_insert(r->L->db, res, r->code)) < 0)
+		log_warnx("recording run %s: %s", res->id, strerror(-e));
+	LIST_REMOVE(r, entry);
+	r->L->live_runs--;
+	r->done(0, NULL, res, r->done_arg);
+	run_free(r);
+}
+
+/* THE transition function: every change of a run's life passes here. */
+static void runner_event(struct run *r, enum run_event ev)
+{
+	struct runner_step st = runner_next(r->state, ev);
+	enum run_state before = r->state;
+
+	if (st.action == RA_FORBIDDEN) {
+		log_warnx("run %s: event %s in state %s is not allowed; ignored", r->res.id,
+		          runner_event_name(ev), runner_state_name(before));
+		return;
+	}
+	r->state = st.next;
+	if (st.next != before)
+		log_debug("run %s: %s --%s--> %s", r->res.id, runner_state_name(before),
+		          runner_event_name(ev), runner_state_name(st.next));
+	switch (st.action) {
+	case RA_START:
+		act_start(r);
+		break;
+	case RA_STREAM_EOF:
+		act_stream_eof(r, ev);
+		break;
+	case RA_REAPED:
+		act_reaped(r);
+		break;
+	case RA_TERM_DEADLINE:
+	case RA_TERM_REQUESTED:
+		act_term(r, st.action == RA_TERM_DEADLINE);
+		break;
+	case RA_SIGKILL:
+		run_signal_all(r, SIGKILL);
+		break;
+	case RA_COMPLETE:
+		act_complete(r); /* r is gone after this */
+		break;
+	case RA_NONE:
+	case RA_FORBIDDEN:
+	case RA_N_:
+		break;
+	}
+}
+
+/* ---- the child ----------------------------------------------------------------------- */
+
+struct child_fds {
+	int sync, in, out, err, info, seccomp;
+};
+
+static _Noreturn void child_main(const struct backend_ops *ops, struct backend_child *c,
+                                 const struct child_fds *f, uint32_t timeout_ms)
+{
+	struct rlimit rl;
+	char ch;
+	int keep[2];
+	size_t nkeep = 0;
+
+	setsid();
+	/* wait until the parent has put us in our cgroups and registered our group */
+	if (read(f->sync, &ch, 1) != 1)
+		_exit(125);
+	if (dup2(f->in, 0) < 0 || dup2(f->out, 1) < 0 || dup2(f->err, 2) < 0)
+		_exit(125);
+	if (f->info >= 0 && dup2(f->info, BACKEND_CHILD_FD_INFO) < 0)
+		backend_child_fail("info fd");
+	if (f->seccomp >= 0 && dup2(f->seccomp, BACKEND_CHILD_FD_SECCOMP) < 0)
+		backend_child_fail("seccomp fd");
+	if (f->info >= 0)
+		keep[nkeep++] = BACKEND_CHILD_FD_INFO;
+	if (f->seccomp >= 0)
+		keep[nkeep++] = BACKEND_CHILD_FD_SECCOMP;
+	close_fds_from(3, keep, nkeep);
+
+	rl = (struct rlimit){ 0, 0 };
+	setrlimit(RLIMIT_CORE, &rl);
+	rl = (struct rlimit){ RUN_NOFILE, RUN_NOFILE };
+	setrlimit(RLIMIT_NOFILE, &rl);
+	rl = (struct rlimit){ RUN_FSIZE_MAX, RUN_FSIZE_MAX };
+	setrlimit(RLIMIT_FSIZE, &rl);
+	rl.rlim_cur = rl.rlim_max = timeout_ms / 1000 + RUN_CPU_SLACK_S;
+	setrlimit(RLIMIT_CPU, &rl);
+	/* the backend's last steps: the jail uid, the files, its own environment */
+	ops->child_setup(c);
+	execve(c->sp->argv.v[0], c->sp->argv.v, c->envp);
+	backend_child_fail("exec");
+}
+
+/* ---- building a run ------------------------------------------------------------------ */
+
+static int env_build(const struct sandbox *s, const struct backend_fences *f, struct proto_strv *env)
+{
+	char kv[PATH_MAX + 16];
+	int r;
+	if ((r = proto_strv_push(env, "PATH=" BACKEND_PATH)) < 0)
+		return r;
+	snprintf(kv, sizeof(kv), "HOME=%s", s->workdir);
+	if ((r = proto_strv_push(env, kv)) < 0 || (r = proto_strv_push(env, "LANG=C.UTF-8")) < 0 ||
+	    (r = proto_strv_push(env, "TERM=dumb")) < 0 || (r = proto_strv_push(env, "TMPDIR=/tmp")) < 0)
+		return r;
+	for (uint32_t i = 0; i < s->env.n; i++)
+		if ((r = proto_strv_push(env, s->env.v[i])) < 0)
+			return r;
+	for (uint32_t i = 0; i < f->env.n; i++)
+		if ((r = proto_strv_push(env, f->env.v[i])) < 0)
+			return r;
+	return 0;
+}
+
+/* The text sh -s reads: the code itself for plain sh, else a fixed script naming the
+ * files the child writes (only run ids, which are ours, are interpolated). */
+static int script_build(struct run *r, uint32_t lang, const char *code, const char *stdin_data,
+                        char *code_name, char *stdin_name, size_t namesz)
+{
+	static const char *const ext[] = { "sh", "py", "js" };
+	const char *const *interp = r->ops->interpreters;
+	bool has_stdin = stdin_data && *stdin_data;
+
+	code_name[0] = stdin_name[0] = '\0';
+	if (lang == LANG_SH && !has_stdin) {
+		r->script = strdup(code);
+		return r->script ? 0 : -ENOMEM;
+	}
+	snprintf(code_name, namesz, "%s.%s", r->res.id, ext[lang]);
+	if (has_stdin)
+		snprintf(stdin_name, namesz, "%s.in", r->res.id);
+	if (asprintf(&r->script,
+	             "%s .sbx/%s < %s%s\nsbx_rc=$?\nrm -f .sbx/%s%s%s\nexit $sbx_rc\n",
+	             interp[lang], code_name, has_stdin ? ".sbx/" : "/dev/null",
+	             has_stdin ? stdin_name : "", code_name, has_stdin ? " .sbx/" : "",
+	             has_stdin ? stdin_name : "") < 0) {
+		r->script = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int stream_open(struct run *r, struct stream *s, enum run_stream which, int fd)
+{
+	s->run = r;
+	s->which = which;
+	s->fd = fd;
+	capture_init(&s->cap, (size_t)r->sb.output_bytes);
+	set_nonblock(fd);
+	s->ev = event_new(r->L->base, fd, EV_READ | EV_PERSIST, stream_read_cb, s);
+	return s->ev && event_add(s->ev, NULL) == 0 ? 0 : -ENOMEM;
+}
+
+/* Resource limits: cgroups where the machine allows, rlimits always; a container's limits
+ * are the engine's (--memory = --memory-swap, --pids-limit). Reported per run. */
+static void limits_apply(struct run *r, const struct backend_spawn *sp)
+{
+	struct launcher *L = r->L;
+	if (sp->syscalls)
+		add_limit(r, "syscalls", sp->syscalls);
+	if (!sp->engine_limits) {
+		add_limit(r, "memory", "docker");
+		add_limit(r, "pids", "docker");
+	} else if (L->root && cgroup_run_create(r->res.id, r->sb.memory_mb, r->sb.pids, &r->cg) == 0) {
+		const char *how = r->cg.flavour == CG_V2 ? "cgroup-v2" : "cgroup-v1";
+		r->have_cg = true;
+		add_limit(r, "memory", r->cg.memory_limited ? how : "none");
+		add_limit(r, "pids", r->cg.pids_limited ? how : "rlimit");
+	} else {
+		add_limit(r, "memory", "none");
+		add_limit(r, "pids", L->root ? "rlimit" : "none");
+	}
+	add_limit(r, "cpu", "rlimit");
+	add_limit(r, "fsize", "rlimit");
+	add_limit(r, "nofile", "rlimit");
+	add_limit(r, "timeout", "deadline");
+	add_limit(r, "output", "capped");
+}
+
+static int pipe_pair(int *ret_r, int *ret_w)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	*ret_r = p[0];
+	*ret_w = p[1];
+	return 0;
+}
+
+static int run_spawn(struct run *r, const struct run_request *req)
+{
+	struct launcher *L = r->L;
+	_cleanup_close_ int sync_r = -1, sync_w = -1, in_r = -1, out_r = -1, out_w = -1,
+	                    err_r = -1, err_w = -1;
+	struct backend_spawn sp = { .seccomp_fd = -1, .info_r = -1, .info_w = -1 };
+	struct backend_fences fences = { 0 }; /* tracing and the network fence plug in here */
+	struct proto_strv env = { 0 };
+	char code_name[96], stdin_name[96];
+	struct backend_child c;
+	struct child_fds f;
+	pid_t pid;
+	int e;
+
+	if ((e = script_build(r, req->language, req->code, req->stdin_data, code_name, stdin_name,
+	                      sizeof(code_name))) < 0 ||
+	    (e = env_build(&r->sb, &fences, &env)) < 0 || (e = pipe_pair(&sync_r, &sync_w)) < 0 ||
+	    (e = pipe_pair(&in_r, &r->in_fd)) < 0 || (e = pipe_pair(&out_r, &out_w)) < 0 ||
+	    (e = pipe_pair(&err_r, &err_w)) < 0)
+		goto out;
+	if ((e = stream_open(r, &r->out, RUN_STDOUT, steal_fd(&out_r))) < 0 ||
+	    (e = stream_open(r, &r->err, RUN_STDERR, steal_fd(&err_r))) < 0)
+		goto out;
+	if ((e = r->ops->prepare(L, &r->sb, &fences, &sp)) < 0)
+		goto out;
+	limits_apply(r, &sp);
+	if (L->root && r->sb.jail_uid < SBX_JAIL_UID_BASE) {
+		e = -EPERM; /* a sandbox row without its own uid never runs as root */
+		goto out;
+	}
+	c = (struct backend_child){ .sp = &sp, .envp = env.v, .workdir = r->sb.workdir,
+		                    .code_name = code_name[0] ? code_name : NULL, .code = req->code,
+		                    .stdin_name = stdin_name[0] ? stdin_name : NULL,
+		                    .stdin_data = req->stdin_data, .uid = r->sb.jail_uid,
+		                    .drop = L->root, .pids = r->sb.pids ? r->sb.pids : SBX_PIDS_DEFAULT };
+	f = (struct child_fds){ .sync = sync_r, .in = in_r, .out = out_w, .err = err_w,
+		                .info = sp.info_w, .seccomp = sp.seccomp_fd };
+	if ((pid = fork()) < 0) {
+		e = -errno;
+		goto out;
+	}
+	if (pid == 0)
+		child_main(r->ops, &c, &f, r->timeout_ms);
+	r->pid = pid;
+	r->info_fd = steal_fd(&sp.info_r);
+	/* registered before the program runs: the child waits on sync_r until here */
+	if ((e = registry_add(registry_launcher(), r->sb.id, r->res.id, pid, REG_LEADER,
+	                      r->have_cg ? r->cg.kill : NULL)) < 0)
+		log_warnx("run %s: registering group %d: %s", r->res.id, (int)pid, strerror(-e));
+	if (r->have_cg && (e = cgroup_run_attach(&r->cg, pid)) < 0) {
+		log_warnx("run %s: attaching to its cgroup: %s", r->res.id, strerror(-e));
+		kill(pid, SIGKILL); /* reaped by SIGCHLD; the run reports the kill */
+	}
+	if (write(sync_w, "g", 1) != 1)
+		kill(pid, SIGKILL);
+	r->started_ms = now_ms();
+	e = 0;
+out:
+	backend_spawn_clear(&sp);
+	proto_strv_clear(&env);
+	proto_strv_clear(&fences.binds);
+	proto_strv_clear(&fences.env);
+	return e;
+}
+
+/* ---- entry points -------------------------------------------------------------------- */
+
+int runner_init(struct launcher *L)
+{
+	if (sigchld_ev)
+		return 0;
+	sigchld_ev = evsignal_new(L->base, SIGCHLD, sigchld_cb, NULL);
+	if (!sigchld_ev || event_add(sigchld_ev, NULL) < 0) {
+		ev_freep(&sigchld_ev);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int runner_start(struct launcher *L, const struct run_request *req, struct sandbox *sb,
+                 enum isolation iso, const char *note, run_done_fn done, void *arg)
+{
+	const struct backend_ops *ops = backend_for(iso);
+	char msg[128];
+	struct run *r;
+	int e;
+
+	if (!ops || !(r = calloc(1, sizeof(*r)))) {
+		sandbox_clear(sb);
+		done(PERR_ENGINE_UNAVAILABLE, ops ? "out of memory" : "no backend for this isolation",
+		     NULL, arg);
+		return 0;
+	}
+	r->L = L;
+	r->state = RS_SPAWNING;
+	r->ops = ops;
+	r->iso = iso;
+	r->sb = *sb; /* the run owns the sandbox's strings now */
+	memset(sb, 0, sizeof(*sb));
+	r->in_fd = r->info_fd = r->out.fd = r->err.fd = -1;
+	r->done = done;
+	r->done_arg = arg;
+	r->on_output = req->on_output;
+	r->on_output_arg = req->on_output_arg;
+	r->timeout_ms = req->timeout_ms ? req->timeout_ms : r->sb.timeout_ms;
+	if (!r->timeout_ms)
+		r->timeout_ms = SBX_TIMEOUT_MS_DEFAULT;
+	if (random_id("run_", 12, r->res.id, sizeof(r->res.id)) < 0 || !(r->code = strdup(req->code))) {
+		run_free(r);
+		done(PERR_INTERNAL, "out of memory", NULL, arg);
+		return 0;
+	}
+	snprintf(r->res.sandbox_id, sizeof(r->res.sandbox_id), "%s", r->sb.id);
+	r->res.language = req->language;
+	r->res.entrance = req->entrance;
+	r->res.isolation = isolation_name(iso);
+	r->res.created_at = now_unix_s();
+	sandbox_note_run(&r->sb, &r->res.note); /* what the sandbox's settings do not enforce */
+	append_note(r, note);
+	LIST_INSERT_HEAD(&runs, r, entry);
+	L->live_runs++;
+	if ((e = run_spawn(r, req)) < 0) {
+		LIST_REMOVE(r, entry);
+		L->live_runs--;
+		snprintf(msg, sizeof(msg), "starting the run failed: %s", strerror(-e));
+		run_free(r);
+		/* a switch that is on while the engine is broken fails; it never runs raw */
+		done(PERR_ENGINE_UNAVAILABLE, msg, NULL, arg);
+		return 0;
+	}
+	runner_event(r, RE_SPAWNED);
+	return 0;
+}
+
+int runner_kill(const char *run_id)
+{
+	struct run *r;
+	LIST_FOREACH(r, &runs, entry)
+		if (strcmp(r->res.id, run_id) == 0) {
+			runner_event(r, RE_KILL_REQUESTED);
+			return 0;
+		}
+	return -ENOENT;
+}
+
+void runner_kill_all(struct launcher *L)
+{
+	struct run *r;
+	/* the loop is ending: no grace timer would fire, so SIGKILL at once */
+	LIST_FOREACH(r, &runs, entry)
+		run_signal_all(r, SIGKILL);
+}

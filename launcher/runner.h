@@ -1,0 +1,76 @@
+/* A run's lifecycle (DESIGN.md §5), s6-supervise style: an explicit [state][event] table
+ * of actions, and one function every transition goes through. An event a state does not
+ * allow is logged and ignored, never a crash. The table itself is a pure function,
+ * runner_next(), so tests/unit/test_runner.c checks every pair without spawning. */
+#ifndef SBX_RUNNER_H
+#define SBX_RUNNER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "capture.h"
+#include "launcher.h"
+#include "policy.h"
+
+#define RUNNER_KILL_GRACE_MS 200u  /* SIGTERM, then SIGKILL this much later */
+#define RUNNER_DRAIN_MS      500u  /* after the program ended, wait this long for pipe EOF */
+#define RUNNER_INFO_MAX      1024u /* bwrap --info-fd JSON */
+#define RUNNER_READ_CHUNK    16384u /* one read() of an output pipe */
+#define RUNNER_READS_PER_EV  16u    /* reads per wake-up, so one run cannot starve others */
+
+enum run_state {
+	RS_SPAWNING, /* forked, registered, not yet released to exec */
+	RS_RUNNING,  /* the program runs; stdin is written, output drained */
+	RS_KILLING,  /* deadline or kill request: SIGTERM sent, SIGKILL after the grace */
+	RS_DRAINING, /* the program was reaped; its pipes may still be open */
+	RS_DONE,     /* recorded and reported; the run is freed */
+	RS_N_
+};
+
+enum run_event {
+	RE_SPAWNED,        /* the child is in its groups and released */
+	RE_STDIN_DONE,     /* the program text is written (or the child stopped reading) */
+	RE_OUT_EOF,        /* stdout reached EOF */
+	RE_ERR_EOF,        /* stderr reached EOF */
+	RE_EXITED,         /* SIGCHLD: the child was reaped */
+	RE_DEADLINE,       /* the run's timeout */
+	RE_GRACE_EXPIRED,  /* RUNNER_KILL_GRACE_MS after SIGTERM */
+	RE_DRAIN_EXPIRED,  /* RUNNER_DRAIN_MS after the exit, pipes still open */
+	RE_KILL_REQUESTED, /* someone asked to stop it (shutdown, a later kill route) */
+	RE_OUTPUT_CLOSED,  /* both output pipes at EOF after the exit */
+	RE_N_
+};
+
+enum run_action {
+	RA_FORBIDDEN = 0,  /* not allowed in this state: logged, state unchanged */
+	RA_NONE,           /* allowed, nothing to do */
+	RA_START,          /* arm the stdin writer, the info reader and the deadline */
+	RA_STREAM_EOF,     /* close the stream; after the exit, maybe all output is in */
+	RA_REAPED,         /* kill what the program left, stop the timers, drain or finish */
+	RA_TERM_DEADLINE,  /* timedOut; SIGTERM every group; the backend's own kill; grace */
+	RA_TERM_REQUESTED, /* SIGTERM every group, grace */
+	RA_SIGKILL,        /* SIGKILL every group and the cgroup */
+	RA_COMPLETE,       /* build the result, record it, report it, free the run */
+	RA_N_
+};
+
+struct runner_step {
+	enum run_state next;
+	enum run_action action;
+};
+
+/* The table: what event e does in state s. Pure; action RA_FORBIDDEN means refused. */
+struct runner_step runner_next(enum run_state s, enum run_event e);
+const char *runner_state_name(enum run_state s);
+const char *runner_event_name(enum run_event e);
+
+/* Install the SIGCHLD watcher once. 0 or -ENOMEM. */
+int runner_init(struct launcher *L);
+/* Start an accepted run: takes sb (cleared here on every path) and calls done exactly
+ * once, possibly before returning. note is what the result must say ("" = nothing). */
+int runner_start(struct launcher *L, const struct run_request *req, struct sandbox *sb,
+                 enum isolation iso, const char *note, run_done_fn done, void *arg);
+/* Feed kill_requested to a live run. 0 or -ENOENT. */
+int runner_kill(const char *run_id);
+
+#endif
