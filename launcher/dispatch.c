@@ -634,6 +634,8 @@ static const struct proto_dispatch api_table[] = {
 	{ MSG_MOUNT_ADD, ROLE_API, g_h_mount_add },
 	{ MSG_MOUNT_DEL, ROLE_API, g_h_mount_del },
 	{ MSG_PROFILE_GET, ROLE_API, g_h_profile_get },
+	{ MSG_STREAM_ACK, ROLE_API, dispatch_h_stream_ack },
+	{ MSG_STREAM_CANCEL, ROLE_API, dispatch_h_stream_cancel },
 };
 static const size_t api_table_n = sizeof(api_table) / sizeof(api_table[0]);
 

@@ -10,10 +10,12 @@
 extern struct launcher *dispatch_L;
 
 /* A request answered later (runs, caps, deletes): reply only on the channel it came from. */
+struct run_outstream;
 struct pending {
 	uint32_t id;
 	uint64_t gen;
 	char sandbox_id[PROTO_ID_MAX + 1];
+	struct run_outstream *stream; /* a run whose output streams while it runs, or NULL */
 };
 struct pending *pending_new(uint32_t id);
 /* The channel to reply on, or NULL when the API process was replaced meanwhile. */
@@ -31,5 +33,10 @@ void dispatch_h_runs_list(struct proto_chan *ch, const struct proto_hdr *h, void
                           void *arg);
 void dispatch_h_run_get(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd,
                         void *arg);
+/* STREAM_ACK / STREAM_CANCEL of a streamed run's output */
+void dispatch_h_stream_ack(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd,
+                           void *arg);
+void dispatch_h_stream_cancel(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd,
+                              void *arg);
 
 #endif

@@ -7,9 +7,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "dispatch.h"
 #include "dispatch_int.h"
 #include "log.h"
+#include "run_input.h"
+#include "run_stream.h"
 #include "store.h"
 #include "util.h"
 
@@ -62,6 +65,7 @@ static void run_done(int err, const char *message, struct run_result *res, void 
 {
 	struct pending *p = arg;
 	struct proto_chan *ch = pending_chan(p);
+	run_stream_close(p->stream); /* the stream ends before the reply that completes it */
 	if (!ch) {
 		log_info("run finished after its API channel went away; reply %u dropped", p->id);
 	} else if (err) {
@@ -73,7 +77,42 @@ static void run_done(int err, const char *message, struct run_result *res, void 
 	free(p);
 }
 
-static void start_run(struct proto_chan *ch, uint32_t id, struct run_request *rq)
+/* The program text and stdin: inline, or (past one packet) from the sealed memfd the API
+ * attached. 0, or replied. */
+static int run_input(struct proto_chan *ch, uint32_t id, int fd, const char *code,
+                     const char *in, uint64_t code_len, uint64_t stdin_len, char **ret_code,
+                     char **ret_stdin)
+{
+	int r;
+	if (fd < 0) {
+		if (code_len || stdin_len) {
+			reply_err(ch, id, PERR_INVALID_ARGUMENT, "code_len without the memfd");
+			return -EINVAL;
+		}
+		*ret_code = strdup(code ? code : "");
+		*ret_stdin = strdup(in ? in : "");
+		if (*ret_code && *ret_stdin)
+			return 0;
+		reply_err(ch, id, PERR_INTERNAL, "out of memory");
+		return -ENOMEM;
+	}
+	if ((code && *code) || (in && *in)) {
+		reply_err(ch, id, PERR_INVALID_ARGUMENT, "inline code together with the memfd");
+		return -EINVAL;
+	}
+	if ((r = run_input_read(fd, code_len, stdin_len, ret_code, ret_stdin)) == 0)
+		return 0;
+	if (r == -E2BIG)
+		reply_err(ch, id, PERR_PAYLOAD_TOO_LARGE, "code: at most %u bytes; stdin: at most %u bytes",
+		          PROTO_RUN_CODE_MAX, PROTO_RUN_STDIN_MAX);
+	else
+		reply_err(ch, id, PERR_INVALID_ARGUMENT, "the run's input memfd: %s",
+		          r == -EPERM ? "not sealed" : r == -EBADMSG ? "not what was announced"
+		                                     : strerror(-r));
+	return r;
+}
+
+static void start_run(struct proto_chan *ch, uint32_t id, struct run_request *rq, uint32_t stream)
 {
 	struct pending *p;
 	int r;
@@ -86,14 +125,32 @@ static void start_run(struct proto_chan *ch, uint32_t id, struct run_request *rq
 		reply_err(ch, id, PERR_INVALID_ARGUMENT, "language or entrance out of range");
 		return;
 	}
-	if (!rq->code || strlen(rq->code) > PROTO_CODE_MAX ||
-	    (rq->stdin_data && strlen(rq->stdin_data) > PROTO_CODE_MAX)) {
-		reply_err(ch, id, PERR_PAYLOAD_TOO_LARGE, "code or stdin: at most %u bytes", PROTO_CODE_MAX);
+	if (!rq->code || strlen(rq->code) > PROTO_RUN_CODE_MAX ||
+	    (rq->stdin_data && strlen(rq->stdin_data) > PROTO_RUN_STDIN_MAX)) {
+		reply_err(ch, id, PERR_PAYLOAD_TOO_LARGE, "code: at most %u bytes; stdin: at most %u bytes",
+		          PROTO_RUN_CODE_MAX, PROTO_RUN_STDIN_MAX);
+		return;
+	}
+	/* a stream is named by its request, so its chunks route without another table */
+	if (stream && stream != id) {
+		reply_err(ch, id, PERR_INVALID_ARGUMENT, "stream: must be the request's own id");
 		return;
 	}
 	if (!(p = pending_new(id))) {
 		reply_err(ch, id, PERR_INTERNAL, "out of memory");
 		return;
+	}
+	if (stream && (r = run_stream_open(p, stream, &p->stream)) < 0) {
+		if (r == -EEXIST)
+			reply_err(ch, id, PERR_CONFLICT, "stream %u is already open", stream);
+		else
+			reply_err(ch, id, PERR_ENGINE_UNAVAILABLE, "too many streams (%u)", RUN_STREAMS_MAX);
+		free(p);
+		return;
+	}
+	if (p->stream) {
+		rq->on_output = run_stream_output;
+		rq->on_output_arg = p->stream;
 	}
 	snprintf(p->sandbox_id, sizeof(p->sandbox_id), "%s", rq->sandbox_id);
 	/* run_code calls run_done exactly once, possibly before it returns */
@@ -103,10 +160,10 @@ static void start_run(struct proto_chan *ch, uint32_t id, struct run_request *rq
 
 void dispatch_h_run(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
 {
+	_cleanup_close_ int mfd = fd;
+	_cleanup_free_ char *code = NULL, *in_text = NULL;
 	struct msg_RUN *in = m;
 	struct run_request rq = { .language = in->language,
-		                  .code = in->code,
-		                  .stdin_data = in->stdin_data,
 		                  .timeout_ms = in->timeout_ms,
 		                  .entrance = in->entrance,
 		                  .is_exec = false };
@@ -114,16 +171,21 @@ void dispatch_h_run(struct proto_chan *ch, const struct proto_hdr *h, void *m, i
 		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "sandbox id: 1..%u of [a-z0-9_]", PROTO_ID_MAX);
 		return;
 	}
+	if (run_input(ch, h->id, mfd, in->code, in->stdin_data, in->code_len, in->stdin_len, &code,
+	              &in_text) < 0)
+		return;
+	rq.code = code;
+	rq.stdin_data = in_text;
 	snprintf(rq.sandbox_id, sizeof(rq.sandbox_id), "%s", in->sandbox_id);
-	start_run(ch, h->id, &rq);
+	start_run(ch, h->id, &rq, in->stream);
 }
 
 void dispatch_h_exec(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
 {
+	_cleanup_close_ int mfd = fd;
+	_cleanup_free_ char *code = NULL, *in_text = NULL;
 	struct msg_EXEC *in = m;
 	struct run_request rq = { .language = LANG_SH,
-		                  .code = in->code,
-		                  .stdin_data = "",
 		                  .timeout_ms = in->timeout_ms,
 		                  .entrance = in->entrance,
 		                  .is_exec = true };
@@ -132,8 +194,24 @@ void dispatch_h_exec(struct proto_chan *ch, const struct proto_hdr *h, void *m, 
 		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "sandbox id: 1..%u of [a-z0-9_]", PROTO_ID_MAX);
 		return;
 	}
+	if (run_input(ch, h->id, mfd, in->code, "", in->code_len, 0, &code, &in_text) < 0)
+		return;
+	rq.code = code;
+	rq.stdin_data = in_text;
 	snprintf(rq.sandbox_id, sizeof(rq.sandbox_id), "%s", in->sandbox_id);
-	start_run(ch, h->id, &rq);
+	start_run(ch, h->id, &rq, in->stream);
+}
+
+void dispatch_h_stream_ack(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd,
+                           void *arg)
+{
+	run_stream_ack(m);
+}
+
+void dispatch_h_stream_cancel(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd,
+                              void *arg)
+{
+	run_stream_cancel(((struct msg_STREAM_CANCEL *)m)->stream);
 }
 
 struct runs_ctx {

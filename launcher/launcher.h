@@ -70,8 +70,8 @@ struct launcher {
 	unsigned live_runs;
 };
 
-/* A run's output as it arrives, before capping (NULL today): the hook that streaming over
- * the wire and detached runs plug into. stream is RUN_STDOUT or RUN_STDERR. */
+/* A run's output as it arrives, the part kept under limits.outputBytes: the hook that
+ * streaming over the wire (run_stream.c) and detached runs plug into. */
 struct run;
 enum run_stream { RUN_STDOUT = 1, RUN_STDERR = 2 };
 typedef void (*run_output_fn)(struct run *run, enum run_stream stream, const char *data,

@@ -241,9 +241,11 @@ static void stream_read_cb(evutil_socket_t fd, short what, void *arg)
 			runner_event(r, s->which == RUN_STDOUT ? RE_OUT_EOF : RE_ERR_EOF);
 			return;
 		}
-		if (r->on_output)
-			r->on_output(r, s->which, tmp, (size_t)n, r->on_output_arg);
-		capture_add(&s->cap, tmp, (size_t)n); /* the rest is dropped: the child never blocks */
+		/* the rest is dropped: the child never blocks. The hook sees what was kept, so a
+		 * stream of the output is always a prefix of the recorded output. */
+		size_t kept = capture_add(&s->cap, tmp, (size_t)n);
+		if (kept && r->on_output)
+			r->on_output(r, s->which, tmp, kept, r->on_output_arg);
 	}
 }
 
