@@ -2,6 +2,8 @@
 // Env: SBX_MCP_URL (http://127.0.0.1:P/mcp), SBX_TOKEN. Prints one line per test and a
 // final "e2e: N passed, M failed"; exits non-zero on any failure.
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
@@ -179,6 +181,46 @@ test('sbx_create takes mounts, ports and tracing; what is not enforced is noted 
   assert.equal(run.stdout, 'seen\n', JSON.stringify(run));
   assert.match(run.note ?? '', /tracing is not implemented yet/, JSON.stringify(run));
   await state.client.callTool({ name: 'sbx_delete', arguments: { sandboxId: sc.id } });
+});
+
+test('sbx_run with a progressToken streams the output before the program ends', async () => {
+  const created = structured(await state.client.callTool({ name: 'sbx_create', arguments: { name: 'e2e-stream' } }), 'sbx_create');
+  assert.equal(typeof created.workdir, 'string');
+  // The program waits for a file that is created only once the first progress
+  // notification has arrived: output that came whole at the end would never come.
+  const progress = [];
+  let released = false;
+  const res = await state.client.callTool(
+    {
+      name: 'sbx_run',
+      arguments: {
+        sandboxId: created.id,
+        language: 'sh',
+        timeoutMs: 20000,
+        code: 'echo first; while [ ! -e go ]; do sleep 0.05; done; echo second',
+      },
+    },
+    undefined,
+    {
+      timeout: 30000,
+      onprogress: (p) => {
+        progress.push(p);
+        if (!released && /first/.test(p.message ?? '')) {
+          released = true;
+          writeFileSync(join(created.workdir, 'go'), '');
+        }
+      },
+    },
+  );
+  const sc = structured(res, 'sbx_run');
+  assert.ok(released, `no progress with the first line before the result: ${JSON.stringify(progress)}`);
+  assert.equal(sc.stdout, 'first\nsecond\n');
+  assert.equal(sc.exitCode, 0);
+  assert.ok(progress.length >= 2, `progress: ${JSON.stringify(progress)}`);
+  for (let i = 1; i < progress.length; i++)
+    assert.ok(progress[i].progress > progress[i - 1].progress, 'progress must increase');
+  assert.equal(progress.map((p) => p.message).join(''), 'first\nsecond\n');
+  await state.client.callTool({ name: 'sbx_delete', arguments: { sandboxId: created.id } });
 });
 
 test('sbx_run on a bogus sandbox is a tool error', async () => {

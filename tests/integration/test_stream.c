@@ -228,3 +228,74 @@ Test(stream, code_and_stdin_at_their_limit_and_one_past)
 	assert_status(r4, 413);
 	cr_expect(strstr(r4.body, "stdin"), "%s", r4.body);
 }
+
+/* Every stdout event's text, concatenated (the events carry {"data": "..."}). */
+static char *sse_stdout_text(const char *buf)
+{
+	size_t cap = strlen(buf) + 1, n = 0;
+	char *out = calloc(1, cap);
+	const char *p = buf;
+	while ((p = strstr(p, "event: stdout\ndata: "))) {
+		p += strlen("event: stdout\ndata: ");
+		const char *end = strstr(p, "\n\n");
+		cr_assert(end);
+		char *doc = strndup(p, (size_t)(end - p));
+		yajl_val j = yajl_tree_parse(doc, NULL, 0);
+		cr_assert(j, "not JSON: %s", doc);
+		const char *d = js_str(j, "data");
+		cr_assert(d);
+		memcpy(out + n, d, strlen(d));
+		n += strlen(d);
+		yajl_tree_free(j);
+		free(doc);
+		p = end;
+	}
+	out[n] = '\0';
+	return out;
+}
+
+Test(stream, chunk_boundaries_never_split_a_character)
+{
+	char id[128], path[256];
+	struct reader rd;
+	sbx_create(&sbx_it, NULL, id, sizeof(id));
+	snprintf(path, sizeof(path), "/api/sandbox/sandboxes/%s/runs", id);
+	/* 300000 two-byte characters: far more than one 32 KiB chunk, and an odd offset so
+	 * chunk edges fall inside characters */
+	reader_open(&rd, path,
+	            "{\"language\":\"python\",\"code\":\"import sys\\nsys.stdout.write('x' + "
+	            "'\\u00e9' * 300000)\\n\"}");
+	cr_assert(reader_until(&rd, "event: result"), "%.300s", rd.buf ? rd.buf : "");
+	reader_until(&rd, "\x01never");
+	_cleanup_free_ char *text = sse_stdout_text(rd.buf);
+	cr_assert_eq(strlen(text), 1 + 2 * 300000, "streamed %zu bytes", strlen(text));
+	cr_expect_null(strstr(text, "\xef\xbf\xbd"), "a replacement character: a split character");
+	cr_expect_eq(text[0], 'x');
+	reader_close(&rd);
+}
+
+Test(stream, a_client_that_goes_away_mid_stream_leaves_the_run_recorded)
+{
+	char id[128], path[256];
+	struct reader rd;
+	sbx_create(&sbx_it, NULL, id, sizeof(id));
+	snprintf(path, sizeof(path), "/api/sandbox/sandboxes/%s/runs", id);
+	reader_open(&rd, path,
+	            "{\"language\":\"sh\",\"code\":\"echo early; sleep 0.5; "
+	            "head -c 3000000 /dev/zero | tr '\\\\000' z; echo done\"}");
+	cr_assert(reader_until(&rd, "early"));
+	reader_close(&rd); /* hang up while the run goes on */
+	/* the run still ends and is recorded, and the daemon keeps serving */
+	long long count = 0;
+	for (int i = 0; i < 100 && count == 0; i++) {
+		sleep_ms(100);
+		_cleanup_resp_ struct http_resp l = http_req(&sbx_it, "GET", path, NULL, NULL);
+		assert_status(l, 200);
+		count = js_int(l.json, "count", 0);
+	}
+	cr_assert_eq(count, 1);
+	_cleanup_resp_ struct http_resp h = http_req(&sbx_it, "GET", "/api/sandbox/health", NULL, NULL);
+	assert_status(h, 200);
+	cr_expect_eq(js_int(h.json, "processes.apiRestarts", -1), 0);
+	cr_expect_eq(js_int(h.json, "processes.launcherRestarts", -1), 0);
+}
