@@ -7,40 +7,131 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <yajl/yajl_parse.h>
+
 #include "util.h"
 
-int json_depth_check(const char *buf, size_t len)
+/* Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing past U+10FFFF, and
+ * no NUL, which C strings would silently cut at ("ab\u0000cd" became "ab"). */
+bool json_text_ok(const unsigned char *s, size_t len)
 {
-	int depth = 0;
-	bool in_str = false;
-
-	for (size_t i = 0; i < len; i++) {
-		char c = buf[i];
-		if (in_str) {
-			if (c == '\\')
-				i++; /* skip the escaped byte, so \" does not end the string */
-			else if (c == '"')
-				in_str = false;
+	for (size_t i = 0; i < len;) {
+		unsigned char c = s[i];
+		size_t n;
+		uint32_t cp, min;
+		if (c == 0)
+			return false;
+		if (c < 0x80) {
+			i++;
 			continue;
 		}
-		if (c == '"') {
-			in_str = true;
-		} else if (c == '[' || c == '{') {
-			if (++depth > JSON_DEPTH_MAX)
-				return -E2BIG;
-		} else if (c == ']' || c == '}') {
-			depth--;
+		if ((c & 0xe0) == 0xc0)
+			n = 2, cp = c & 0x1f, min = 0x80;
+		else if ((c & 0xf0) == 0xe0)
+			n = 3, cp = c & 0x0f, min = 0x800;
+		else if ((c & 0xf8) == 0xf0)
+			n = 4, cp = c & 0x07, min = 0x10000;
+		else
+			return false;
+		if (len - i < n)
+			return false;
+		for (size_t k = 1; k < n; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = (cp << 6) | (s[i + k] & 0x3f);
 		}
+		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += n;
 	}
-	return 0;
+	return true;
+}
+
+/* The checks yajl_tree cannot make, done by yajl's own streaming parser over the same
+ * bytes with comments off, so the two cannot disagree about what is a string or a
+ * comment: nesting is counted as it is parsed (no recursion, so a deep document is
+ * refused without touching the stack), and every key and string must be strict UTF-8
+ * without NUL. */
+struct json_scan {
+	int depth;
+	bool too_deep, bad_text;
+};
+
+static int scan_open(void *ctx)
+{
+	struct json_scan *sc = ctx;
+	if (++sc->depth > JSON_DEPTH_MAX) {
+		sc->too_deep = true;
+		return 0;
+	}
+	return 1;
+}
+
+static int scan_close(void *ctx)
+{
+	((struct json_scan *)ctx)->depth--;
+	return 1;
+}
+
+static int scan_text(void *ctx, const unsigned char *s, size_t len)
+{
+	struct json_scan *sc = ctx;
+	if (!json_text_ok(s, len)) {
+		sc->bad_text = true;
+		return 0;
+	}
+	return 1;
+}
+
+static const yajl_callbacks scan_callbacks = {
+	.yajl_string = scan_text,
+	.yajl_start_map = scan_open,
+	.yajl_map_key = scan_text,
+	.yajl_end_map = scan_close,
+	.yajl_start_array = scan_open,
+	.yajl_end_array = scan_close,
+};
+
+static int json_scan(const char *buf, size_t len, char *errbuf, size_t errlen)
+{
+	struct json_scan sc = { 0 };
+	yajl_handle h = yajl_alloc(&scan_callbacks, NULL, &sc);
+	yajl_status st;
+	if (!h) {
+		snprintf(errbuf, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	yajl_config(h, yajl_allow_comments, 0);
+	st = yajl_parse(h, (const unsigned char *)buf, len);
+	if (st == yajl_status_ok)
+		st = yajl_complete_parse(h);
+	if (st != yajl_status_ok && !sc.too_deep && !sc.bad_text) {
+		unsigned char *e = yajl_get_error(h, 0, (const unsigned char *)buf, len);
+		char *nl = e ? strchr((char *)e, '\n') : NULL;
+		if (nl)
+			*nl = '\0';
+		snprintf(errbuf, errlen, "invalid JSON: %s", e ? (char *)e : "parse error");
+		if (e)
+			yajl_free_error(h, e);
+	}
+	yajl_free(h);
+	if (sc.too_deep) {
+		snprintf(errbuf, errlen, "JSON nested deeper than %d", JSON_DEPTH_MAX);
+		return -E2BIG;
+	}
+	if (sc.bad_text) {
+		snprintf(errbuf, errlen,
+		         "invalid JSON: a string holds a NUL (\\u0000) or is not valid UTF-8");
+		return -EINVAL;
+	}
+	return st == yajl_status_ok ? 0 : -EINVAL;
 }
 
 int json_parse(const char *buf, size_t len, yajl_val *ret, char *errbuf, size_t errlen)
 {
-	if (json_depth_check(buf, len) < 0) {
-		snprintf(errbuf, errlen, "JSON nested deeper than %d", JSON_DEPTH_MAX);
-		return -E2BIG;
-	}
+	int r = json_scan(buf, len, errbuf, errlen);
+	if (r < 0)
+		return r;
 	/* yajl_tree wants a NUL-terminated string; a NUL inside ends it early, and the
 	 * parser then sees truncated input and fails, which is what we want */
 	char *copy = malloc(len + 1);

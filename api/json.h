@@ -15,9 +15,10 @@
  * maxima (PROTO_RUN_CODE_MAX + PROTO_RUN_STDIN_MAX) with JSON escaping */
 #define JSON_BODY_MAX  (4u << 20)
 
-/* 0 if buf nests at most JSON_DEPTH_MAX arrays/objects (strings skipped), else -E2BIG. */
-int json_depth_check(const char *buf, size_t len);
-/* Depth check + yajl_tree_parse. errbuf gets a reason on failure. 0 or -EINVAL/-E2BIG. */
+/* Strict UTF-8 without NUL: what every key and string of a request must be. */
+bool json_text_ok(const unsigned char *s, size_t len);
+/* A scan by yajl's streaming parser (no comments, depth counted while parsing, every
+ * string strict UTF-8 without NUL), then yajl_tree_parse. errbuf gets a reason on failure. 0 or -EINVAL/-E2BIG. */
 int json_parse(const char *buf, size_t len, yajl_val *ret, char *errbuf, size_t errlen);
 
 /* Field access; return 0, -ENOENT (absent or null), -EINVAL (wrong type). */

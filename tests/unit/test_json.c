@@ -25,16 +25,60 @@ Test(json, depth_at_limit_and_past)
 	char *ok = nest(JSON_DEPTH_MAX), *bad = nest(JSON_DEPTH_MAX + 1);
 	char err[128];
 	yajl_val v = NULL;
-	cr_expect_eq(json_depth_check(ok, strlen(ok)), 0);
 	cr_expect_eq(json_parse(ok, strlen(ok), &v, err, sizeof(err)), 0);
 	yajl_tree_free(v);
-	cr_expect_eq(json_depth_check(bad, strlen(bad)), -E2BIG);
 	cr_expect_eq(json_parse(bad, strlen(bad), &v, err, sizeof(err)), -E2BIG);
 	/* brackets inside strings do not count */
 	const char *str = "{\"a\":\"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[\\\"[[[[\"}";
-	cr_expect_eq(json_depth_check(str, strlen(str)), 0);
+	cr_expect_eq(json_parse(str, strlen(str), &v, err, sizeof(err)), 0, "%s", err);
+	yajl_tree_free(v);
 	free(ok);
 	free(bad);
+}
+
+/* Issue 7, defect 1: a comment hid a quote from the old depth scanner, and 400000
+ * brackets behind it overflowed the stack in yajl_tree. Comments are refused, and the
+ * depth is counted by the parser itself. */
+Test(json, nesting_behind_a_comment_is_refused_without_recursion)
+{
+	size_t n = 400000, len = 5 + 2 * n;
+	char *buf = malloc(len + 1), err[160];
+	yajl_val v = NULL;
+	memcpy(buf, "/*\"*/", 5);
+	memset(buf + 5, '[', n);
+	memset(buf + 5 + n, ']', n);
+	buf[len] = '\0';
+	cr_expect_lt(json_parse(buf, len, &v, err, sizeof(err)), 0);
+	cr_expect_null(v);
+	/* without the comment: too deep, found while parsing */
+	cr_expect_eq(json_parse(buf + 5, len - 5, &v, err, sizeof(err)), -E2BIG);
+	const char *cmt = "{\"a\":1 /* hi */}";
+	cr_expect_eq(json_parse(cmt, strlen(cmt), &v, err, sizeof(err)), -EINVAL);
+	free(buf);
+}
+
+/* Issue 7, defect 6: "ab\u0000cd" was stored as "ab", and overlong UTF-8 was accepted. */
+Test(json, nul_and_invalid_utf8_in_strings_and_keys_are_refused)
+{
+	static const char *const bad[] = {
+		"{\"name\":\"ab\\u0000cd\"}",  /* an escaped NUL */
+		"{\"ab\\u0000\":1}",            /* in a key */
+		"{\"name\":\"\xc0\xaf\"}",        /* overlong '/' */
+		"{\"name\":\"\xe0\x80\xaf\"}",    /* overlong, three bytes */
+		"{\"name\":\"\xed\xa0\x80\"}",    /* a surrogate */
+		"{\"name\":\"\xf4\x90\x80\x80\"}", /* past U+10FFFF */
+		"{\"name\":\"\xff\"}",
+	};
+	char err[160];
+	yajl_val v = NULL;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_expect_eq(json_parse(bad[i], strlen(bad[i]), &v, err, sizeof(err)), -EINVAL,
+		             "case %zu accepted", i);
+		cr_expect_null(v);
+	}
+	const char *good = "{\"name\":\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \\u00e9\"}";
+	cr_expect_eq(json_parse(good, strlen(good), &v, err, sizeof(err)), 0, "%s", err);
+	yajl_tree_free(v);
 }
 
 Test(json, spec_good_and_wrong_types)

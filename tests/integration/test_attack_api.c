@@ -1,0 +1,59 @@
+/* Hostile bodies at both doors of a real sbx-api: each is refused with 400 and the API
+ * process stays up (issue 7, defects 1 and 6). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "cleanup.h"
+#include "harness.h"
+
+TestSuite(attack_api, .init = sbx_it_init, .fini = sbx_it_fini, .timeout = 60);
+
+static void expect_api_not_restarted(void)
+{
+	_cleanup_resp_ struct http_resp h = http_req(&sbx_it, "GET", "/api/sandbox/health", NULL, NULL);
+	assert_status(h, 200);
+	cr_expect_eq(js_int(h.json, "processes.apiRestarts", -1), 0, "%s", h.body);
+}
+
+/* Defect 1: a comment holding a quote, then 400000 [ and ] killed sbx-api (stack overflow). */
+Test(attack_api, nesting_hidden_behind_a_comment_is_400_at_both_doors)
+{
+	size_t n = 400000, len = 5 + 2 * n;
+	_cleanup_free_ char *bomb = malloc(len + 1);
+	memcpy(bomb, "/*\"*/", 5);
+	memset(bomb + 5, '[', n);
+	memset(bomb + 5 + n, ']', n);
+	bomb[len] = '\0';
+	_cleanup_resp_ struct http_resp r = http_req(&sbx_it, "POST", "/api/sandbox/sandboxes", bomb, NULL);
+	assert_status(r, 400);
+	cr_expect_str_eq(js_str(r.json, "error.code"), "invalid_argument");
+	_cleanup_resp_ struct http_resp m = http_req(&sbx_it, "POST", "/mcp", bomb,
+	                                             "Accept: application/json, text/event-stream", NULL);
+	assert_status(m, 400);
+	cr_expect_eq(js_int(m.json, "error.code", 0), -32700, "%s", m.body);
+	expect_api_not_restarted();
+}
+
+/* Defect 6: "ab\u0000cd" was stored as "ab"; overlong UTF-8 was accepted. */
+Test(attack_api, nul_and_overlong_utf8_are_400_and_create_nothing)
+{
+	static const char *const bodies[] = { "{\"name\":\"ab\\u0000cd\"}", "{\"name\":\"a\xc0\xaf\"}",
+		                              "{\"name\":\"ok\",\"env\":{\"K\\u0000X\":\"v\"}}" };
+	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		_cleanup_resp_ struct http_resp r =
+		        http_req(&sbx_it, "POST", "/api/sandbox/sandboxes", bodies[i], NULL);
+		assert_status(r, 400);
+	}
+	_cleanup_resp_ struct http_resp m = http_req(
+	        &sbx_it, "POST", "/mcp",
+	        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\\u0000x\",\"params\":{}}",
+	        "Accept: application/json, text/event-stream", NULL);
+	assert_status(m, 400);
+	_cleanup_resp_ struct http_resp l = http_req(&sbx_it, "GET", "/api/sandbox/sandboxes", NULL, NULL);
+	assert_status(l, 200);
+	cr_expect_eq(js_int(l.json, "count", -1), 0, "%s", l.body);
+	expect_api_not_restarted();
+}
