@@ -23,7 +23,10 @@
 #include "ops.h"
 #include "util.h"
 
-#define MCP_SESSIONS_MAX 256 /* the oldest is evicted past this */
+#define MCP_SESSIONS_MAX    256 /* the least recently used is evicted past this */
+#define MCP_SESSION_IDLE_MS (60u * 60u * 1000u) /* unused this long: expired */
+#define MCP_SESSION_RATE    16u /* new sessions per second, sustained ... */
+#define MCP_SESSION_BURST   64u /* ... after a burst of this many */
 #define MCP_SESSION_HEX  32
 #define MCP_LATEST       "2025-11-25"
 
@@ -31,7 +34,8 @@ static const char *const mcp_versions[] = { "2025-11-25", "2025-06-18", "2025-03
 
 static struct {
 	char id[MCP_SESSION_HEX + 1];
-	uint64_t seq;
+	uint64_t seq;     /* bumped on every use: the lowest is the least recently used */
+	uint64_t used_ms; /* last use, for idle expiry */
 } sessions[MCP_SESSIONS_MAX];
 static uint64_t session_seq;
 
@@ -166,32 +170,68 @@ static const struct call_door mcp_door = { tool_answer, tool_chunk_event, tool_f
 
 /* ---- sessions ------------------------------------------------------------------------ */
 
+static bool session_idle(int i, uint64_t now)
+{
+	return now - sessions[i].used_ms > MCP_SESSION_IDLE_MS;
+}
+
+/* A live session: marked as just used. An idle one past its time is expired here. */
 static bool session_known(const char *id)
 {
-	for (int i = 0; id && i < MCP_SESSIONS_MAX; i++)
-		if (sessions[i].id[0] && strcmp(sessions[i].id, id) == 0)
-			return true;
+	uint64_t now = now_ms();
+	for (int i = 0; id && i < MCP_SESSIONS_MAX; i++) {
+		if (!sessions[i].id[0] || strcmp(sessions[i].id, id) != 0)
+			continue;
+		if (session_idle(i, now)) {
+			memset(&sessions[i], 0, sizeof(sessions[i]));
+			return false;
+		}
+		sessions[i].seq = ++session_seq;
+		sessions[i].used_ms = now;
+		return true;
+	}
 	return false;
 }
 
+/* A token bucket on session creation, so a client cannot churn the table (and evict
+ * everyone else) faster than MCP_SESSION_RATE per second. */
+static bool session_rate_ok(uint64_t now)
+{
+	static uint64_t tokens_milli = (uint64_t)MCP_SESSION_BURST * 1000u, last;
+	tokens_milli += (now - last) * MCP_SESSION_RATE;
+	if (tokens_milli > (uint64_t)MCP_SESSION_BURST * 1000u)
+		tokens_milli = (uint64_t)MCP_SESSION_BURST * 1000u;
+	last = now;
+	if (tokens_milli < 1000u)
+		return false;
+	tokens_milli -= 1000u;
+	return true;
+}
+
+/* 0, -EAGAIN (created too fast), -EIO (no randomness). */
 static int session_new(char *ret)
 {
 	uint8_t raw[MCP_SESSION_HEX / 2];
+	uint64_t now = now_ms();
 	int slot = 0;
+	if (!session_rate_ok(now))
+		return -EAGAIN;
 	if (random_bytes(raw, sizeof(raw)) < 0)
 		return -EIO;
 	for (size_t i = 0; i < sizeof(raw); i++)
 		snprintf(ret + 2 * i, 3, "%02x", raw[i]);
+	/* a free slot, else an expired one, else the least recently used */
 	for (int i = 0; i < MCP_SESSIONS_MAX; i++) {
-		if (!sessions[i].id[0]) {
+		if (!sessions[i].id[0] || session_idle(i, now)) {
 			slot = i;
 			break;
 		}
 		if (sessions[i].seq < sessions[slot].seq)
-			slot = i; /* the oldest goes */
+			slot = i;
 	}
 	memcpy(sessions[slot].id, ret, MCP_SESSION_HEX + 1);
 	sessions[slot].seq = ++session_seq;
+	sessions[slot].used_ms = now;
 	return 0;
 }
 
@@ -208,12 +248,16 @@ static void m_initialize(struct evhttp_request *req, const char *id_json, yajl_v
 {
 	const char *want = NULL, *ver = MCP_LATEST;
 	char sid[MCP_SESSION_HEX + 1], *result = NULL;
+	int r;
 	json_get_str(params, "protocolVersion", &want);
 	for (size_t i = 0; want && mcp_versions[i]; i++)
 		if (strcmp(want, mcp_versions[i]) == 0)
 			ver = mcp_versions[i];
-	if (session_new(sid) < 0) {
-		rpc_error(req, 500, id_json, -32603, "no randomness for a session id");
+	if ((r = session_new(sid)) < 0) {
+		if (r == -EAGAIN)
+			rpc_error(req, 429, id_json, -32000, "sessions are being created too fast; retry");
+		else
+			rpc_error(req, 500, id_json, -32603, "no randomness for a session id");
 		return;
 	}
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Mcp-Session-Id", sid);

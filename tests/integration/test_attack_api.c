@@ -57,3 +57,60 @@ Test(attack_api, nul_and_overlong_utf8_are_400_and_create_nothing)
 	cr_expect_eq(js_int(l.json, "count", -1), 0, "%s", l.body);
 	expect_api_not_restarted();
 }
+
+#define INIT_BODY                                                                                  \
+	"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"     \
+	"\"2025-11-25\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"0\"}}}"
+
+/* 200 with the new session id in sid, or the HTTP status */
+static int mcp_init(char *sid, size_t sidsz)
+{
+	_cleanup_resp_ struct http_resp r = http_req(&sbx_it, "POST", "/mcp", INIT_BODY,
+	                                             "Accept: application/json, text/event-stream", NULL);
+	if (r.status == 200)
+		cr_assert_eq(http_header(&r, "Mcp-Session-Id", sid, sidsz), 0);
+	return r.status;
+}
+
+static int mcp_ping(const char *sid)
+{
+	char h[128];
+	snprintf(h, sizeof(h), "Mcp-Session-Id: %s", sid);
+	_cleanup_resp_ struct http_resp r =
+	        http_req(&sbx_it, "POST", "/mcp", "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}",
+	                 "Accept: application/json, text/event-stream", h, NULL);
+	return r.status;
+}
+
+/* Defect 7: sessions were evicted by creation order, so 256 new initializes made a live
+ * session answer 404. Now the least recently used goes. */
+Test(attack_api, a_session_in_use_survives_300_new_ones, .timeout = 90)
+{
+	char live[80], other[80];
+	cr_assert_eq(mcp_init(live, sizeof(live)), 200);
+	for (int made = 0; made < 300;) {
+		int st = mcp_init(other, sizeof(other));
+		if (st == 429) { /* the creation rate limit: wait for the bucket */
+			sleep_ms(100);
+			continue;
+		}
+		cr_assert_eq(st, 200);
+		if (++made % 50 == 0)
+			cr_assert_eq(mcp_ping(live), 200, "the live session was evicted after %d", made);
+	}
+	cr_expect_eq(mcp_ping(live), 200);
+}
+
+Test(attack_api, creating_sessions_too_fast_is_429)
+{
+	char sid[80];
+	int ok = 0, limited = 0;
+	for (int i = 0; i < 120; i++) {
+		int st = mcp_init(sid, sizeof(sid));
+		ok += st == 200;
+		limited += st == 429;
+	}
+	cr_expect_gt(limited, 0, "no request was limited (%d created)", ok);
+	cr_expect_leq(ok, 100, "%d created", ok);
+	expect_api_not_restarted();
+}
