@@ -217,7 +217,8 @@ static void h_sbx_create(struct proto_chan *ch, const struct proto_hdr *h, void 
 		return;
 	}
 	/* the same source checks as MOUNT_ADD; a refused mount refuses the whole create */
-	if ((r = sandbox_mounts_resolve(dispatch_L, &in->mounts, reason, sizeof(reason))) < 0) {
+	if ((r = sandbox_mounts_resolve(dispatch_L, &in->mounts, reason, sizeof(reason))) < 0 ||
+	    (r = sandbox_read_paths_check(dispatch_L, &in->read_paths, reason, sizeof(reason))) < 0) {
 		reply_err(ch, h->id, r == -EPERM ? PERR_FORBIDDEN : PERR_INVALID_ARGUMENT, "%s", reason);
 		return;
 	}
@@ -367,8 +368,10 @@ static void h_sbx_update(struct proto_chan *ch, const struct proto_hdr *h, void 
 		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "%s", reason);
 		return;
 	}
-	if ((in->set_mask & SBXF_MOUNTS) &&
-	    (r = sandbox_mounts_resolve(dispatch_L, &in->mounts, reason, sizeof(reason))) < 0) {
+	if (((in->set_mask & SBXF_MOUNTS) &&
+	     (r = sandbox_mounts_resolve(dispatch_L, &in->mounts, reason, sizeof(reason))) < 0) ||
+	    ((in->set_mask & SBXF_READ_PATHS) &&
+	     (r = sandbox_read_paths_check(dispatch_L, &in->read_paths, reason, sizeof(reason))) < 0)) {
 		reply_err(ch, h->id, r == -EPERM ? PERR_FORBIDDEN : PERR_INVALID_ARGUMENT, "%s", reason);
 		return;
 	}

@@ -476,6 +476,22 @@ int sandbox_mount_check(struct launcher *L, const char *source, const char *targ
 	return 0;
 }
 
+int sandbox_read_paths_check(struct launcher *L, const struct proto_strv *rp, char *reason,
+                             size_t reasonsz)
+{
+	for (uint32_t i = 0; i < rp->n; i++) {
+		char *canon = NULL;
+		const char *why = NULL;
+		int r = mount_check_source(rp->v[i], launcher_home_dir(), L->data_dir, &canon, &why);
+		free(canon);
+		if (r == -EPERM) {
+			snprintf(reason, reasonsz, "readPaths[%u]: %s", i, why ? why : "forbidden");
+			return -EPERM;
+		}
+	}
+	return 0;
+}
+
 int sandbox_mounts_resolve(struct launcher *L, struct proto_mountv *mv, char *reason,
                            size_t reasonsz)
 {

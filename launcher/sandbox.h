@@ -74,6 +74,11 @@ void sandbox_note_run(const struct sandbox *s, char **note);
 int sandbox_mount_check(struct launcher *L, const char *source, const char *target,
                         char **ret_canon, char *reason, size_t reasonsz);
 /* Replace every source of mv by its canonical path after sandbox_mount_check. */
+/* readPaths (allowlist) face the same source rules as mounts: a path that exists and is
+ * forbidden is refused (-EPERM); one that does not exist is bound with --ro-bind-try and
+ * simply absent. */
+int sandbox_read_paths_check(struct launcher *L, const struct proto_strv *rp, char *reason,
+                             size_t reasonsz);
 int sandbox_mounts_resolve(struct launcher *L, struct proto_mountv *mv, char *reason,
                            size_t reasonsz);
 /* Append a checked mount to s: -EEXIST (target taken) or -ENOSPC (MOUNTS_MAX) with a

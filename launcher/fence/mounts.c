@@ -3,15 +3,31 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <linux/magic.h>
+#include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 
 /* Exactly these paths are refused (their descendants are fine: /usr/share/dict is a
  * reasonable read-only mount, /usr itself is not). */
 static const char *const forbidden_exact[] = { "/", "/etc", "/usr", "/System", "/var", NULL };
-/* Relative to home: refused at and below. */
+/* The kernel's and the runtime's trees: refused at and below (with /proc mounted, a jail
+ * read the command line of every host process). */
+static const char *const forbidden_trees[] = { "/proc", "/sys", "/dev", "/run", "/boot",
+	                                       "/var/lib", "/var/run", NULL };
+/* ...and by filesystem type wherever they are mounted (statfs f_type). */
+static const unsigned long forbidden_fs_types[] = {
+	PROC_SUPER_MAGIC, SYSFS_MAGIC,        CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
+	DEBUGFS_MAGIC,    TRACEFS_MAGIC,      SECURITYFS_MAGIC,   BPF_FS_MAGIC,
+	PSTOREFS_MAGIC,   DEVPTS_SUPER_MAGIC, EFIVARFS_MAGIC,     BINFMTFS_MAGIC,
+	NSFS_MAGIC,       0x62656570 /* configfs */, 0x65735543 /* fusectl */,
+	0x19800202 /* mqueue */,
+};
+/* Relative to every home in the password database (and /root): refused at and below. */
 static const char *const forbidden_home_trees[] = { ".ssh",         ".aws",  ".gnupg",
 	                                            ".config/gcloud", ".kube", ".docker",
 	                                            "Library/Keychains", NULL };
@@ -32,6 +48,50 @@ static char *canon_or_copy(const char *p)
 {
 	char *c = realpath(p, NULL);
 	return c ? c : strdup(p);
+}
+
+/* Is canon at or below a credential tree of this home? */
+static bool in_credential_tree(const char *canon, const char *home)
+{
+	char *h = canon_or_copy(home);
+	bool hit = false;
+	for (size_t i = 0; h && !hit && forbidden_home_trees[i]; i++) {
+		char tree[PATH_MAX];
+		if ((size_t)snprintf(tree, sizeof(tree), "%s/%s", h, forbidden_home_trees[i]) >=
+		    sizeof(tree))
+			continue;
+		char *t = canon_or_copy(tree);
+		hit = t && path_at_or_below(canon, t);
+		free(t);
+	}
+	free(h);
+	return hit;
+}
+
+/* Every user's credentials, not only the daemon user's: a root daemon must not hand
+ * /home/alice/.ssh to a jail. */
+static bool in_any_credential_tree(const char *canon, const char *home)
+{
+	struct passwd *pw;
+	bool hit = (home && home[0] == '/' && in_credential_tree(canon, home)) ||
+	           in_credential_tree(canon, "/root");
+	setpwent();
+	while (!hit && (pw = getpwent()))
+		if (pw->pw_dir && pw->pw_dir[0] == '/' && strcmp(pw->pw_dir, "/") != 0)
+			hit = in_credential_tree(canon, pw->pw_dir);
+	endpwent();
+	return hit;
+}
+
+static bool on_kernel_fs(const char *canon)
+{
+	struct statfs sf;
+	if (statfs(canon, &sf) < 0)
+		return true; /* cannot tell: refuse */
+	for (size_t i = 0; i < sizeof(forbidden_fs_types) / sizeof(forbidden_fs_types[0]); i++)
+		if ((unsigned long)sf.f_type == forbidden_fs_types[i])
+			return true;
+	return false;
 }
 
 int mount_check_source(const char *source, const char *home, const char *data_dir,
@@ -66,6 +126,33 @@ int mount_check_source(const char *source, const char *home, const char *data_di
 			goto out;
 		}
 	}
+	{
+		struct stat st;
+		/* a socket or device node is not a directory tree: a mounted docker.sock is
+		 * root on the host */
+		if (lstat(canon, &st) < 0 || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode) ||
+		    S_ISBLK(st.st_mode) || S_ISFIFO(st.st_mode)) {
+			*ret_reason = "source is a socket, device node or FIFO";
+			r = -EPERM;
+			goto out;
+		}
+	}
+	for (size_t i = 0; forbidden_trees[i]; i++) {
+		char *f = canon_or_copy(forbidden_trees[i]);
+		bool hit = f && path_at_or_below(canon, f);
+		free(f);
+		if (hit) {
+			*ret_reason = "source is in a kernel or runtime tree (/proc, /sys, /dev, /run, "
+			              "/boot, /var/lib)";
+			r = -EPERM;
+			goto out;
+		}
+	}
+	if (on_kernel_fs(canon)) {
+		*ret_reason = "source is on a kernel filesystem (proc, sysfs, cgroup, debugfs, ...)";
+		r = -EPERM;
+		goto out;
+	}
 	if (home && home[0] == '/') {
 		h = canon_or_copy(home);
 		if (h && strcmp(canon, h) == 0) {
@@ -73,24 +160,12 @@ int mount_check_source(const char *source, const char *home, const char *data_di
 			r = -EPERM;
 			goto out;
 		}
-		for (size_t i = 0; h && forbidden_home_trees[i]; i++) {
-			char tree[PATH_MAX];
-			char *t;
-			bool hit;
-			if ((size_t)snprintf(tree, sizeof(tree), "%s/%s", h, forbidden_home_trees[i]) >=
-			    sizeof(tree))
-				continue;
-			t = canon_or_copy(tree);
-			hit = t && path_at_or_below(canon, t);
-			free(t);
-			if (hit) {
-				*ret_reason = "source is in a credential directory (~/.ssh, ~/.aws, "
-				              "~/.gnupg, ~/.config/gcloud, ~/.kube, ~/.docker, "
-				              "~/Library/Keychains)";
-				r = -EPERM;
-				goto out;
-			}
-		}
+	}
+	if (in_any_credential_tree(canon, home)) {
+		*ret_reason = "source is in a credential directory (.ssh, .aws, .gnupg, "
+		              ".config/gcloud, .kube, .docker, Library/Keychains) of a home";
+		r = -EPERM;
+		goto out;
 	}
 	if (data_dir) {
 		d = canon_or_copy(data_dir);

@@ -4,7 +4,9 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "fence/mounts.h"
@@ -112,4 +114,70 @@ Test(mounts, targets)
 	cr_assert_eq(mount_check_target("a/", &why), -EINVAL);
 	cr_assert_eq(mount_check_target(".sbx", &why), -EINVAL);
 	cr_assert_eq(mount_check_target("x\ty", &why), -EINVAL);
+}
+
+/* Issue 7, defect 5: kernel and runtime trees, sockets and device nodes, and the
+ * credential trees of every home (not only the daemon user's) are refused. */
+static void expect_refused(const char *src)
+{
+	char *canon = NULL;
+	const char *why = NULL;
+	cr_expect_eq(mount_check_source(src, home, data, &canon, &why), -EPERM, "%s accepted", src);
+	cr_expect_not_null(why, "%s: no reason", src);
+	free(canon);
+}
+
+Test(mounts, kernel_and_runtime_trees_are_refused_at_and_below, .init = setup, .fini = teardown)
+{
+	static const char *const srcs[] = { "/proc", "/proc/self", "/sys", "/sys/fs/cgroup",
+		                            "/dev", "/dev/shm", "/run", "/boot", "/var/lib",
+		                            "/var/run", "/dev/null" };
+	for (size_t i = 0; i < sizeof(srcs) / sizeof(srcs[0]); i++) {
+		struct stat st;
+		if (stat(srcs[i], &st) == 0)
+			expect_refused(srcs[i]);
+	}
+}
+
+Test(mounts, sockets_and_fifos_are_refused, .init = setup, .fini = teardown)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/project/fifo", home);
+	cr_assert_eq(mkfifo(p, 0600), 0);
+	expect_refused(p);
+	snprintf(p, sizeof(p), "%s/project/sock", home);
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", p);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	expect_refused(p);
+	close(fd);
+}
+
+Test(mounts, another_users_credential_tree_is_refused, .init = setup, .fini = teardown)
+{
+	char user[32], uhome[PATH_MAX], cmd[PATH_MAX + 128], p[PATH_MAX + 32];
+	if (geteuid() != 0) {
+		printf("SKIP: creating a user needs root\n");
+		cr_skip_test("not root");
+	}
+	snprintf(user, sizeof(user), "sbxt%d", (int)getpid() % 100000);
+	snprintf(uhome, sizeof(uhome), "%s/alice", base);
+	snprintf(cmd, sizeof(cmd), "useradd -M -d %s %s", uhome, user);
+	cr_assert_eq(system(cmd), 0);
+	cr_assert_eq(mkdir(uhome, 0755), 0);
+	snprintf(p, sizeof(p), "%s/.aws", uhome);
+	cr_assert_eq(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/.aws/profile", uhome);
+	cr_assert_eq(mkdir(p, 0700), 0);
+	expect_refused(p);
+	snprintf(p, sizeof(p), "%s/.aws", uhome);
+	expect_refused(p);
+	/* the rest of that home is a plain directory */
+	char *canon = NULL;
+	const char *why = NULL;
+	cr_expect_eq(mount_check_source(uhome, home, data, &canon, &why), 0, "%s", why ? why : "");
+	free(canon);
+	snprintf(cmd, sizeof(cmd), "userdel %s", user);
+	cr_expect_eq(system(cmd), 0);
 }
