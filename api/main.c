@@ -33,7 +33,7 @@ static struct api api_state;
 static _Noreturn void usage(void)
 {
 	fprintf(stderr, "usage: sbx-api --data-dir DIR --listen 127.0.0.1:PORT [--no-auth] "
-	                "[--allow-remote] [--log-level L]\n");
+	                "[--allow-remote] [--log-level L] [--call-deadline SECONDS]\n");
 	exit(2);
 }
 
@@ -96,8 +96,8 @@ static void launcher_event(struct proto_chan *ch, enum proto_chan_event ev, cons
 		log_info("launcher connected");
 		return;
 	}
-	if (ev == PCHAN_REJECTED) {
-		log_warnx("launcher message rejected: %s", d);
+	if (ev == PCHAN_REJECTED || ev == PCHAN_REPLACED) {
+		log_warnx("launcher message %s: %s", ev == PCHAN_REJECTED ? "rejected" : "replaced", d);
 		return;
 	}
 	log_warnx("launcher channel lost: %s", d);
@@ -139,9 +139,9 @@ static const struct proto_dispatch sbxd_table[] = {
 
 static void sbxd_event(struct proto_chan *ch, enum proto_chan_event ev, const char *d, void *arg)
 {
-	if (ev == PCHAN_READY || ev == PCHAN_REJECTED) {
-		if (ev == PCHAN_REJECTED)
-			log_warnx("sbxd message rejected: %s", d);
+	if (ev == PCHAN_READY || ev == PCHAN_REJECTED || ev == PCHAN_REPLACED) {
+		if (ev != PCHAN_READY)
+			log_warnx("sbxd message %s: %s", ev == PCHAN_REJECTED ? "rejected" : "replaced", d);
 		return;
 	}
 	/* without the supervisor there is nobody to restart us or kill orphans: stop */
@@ -188,7 +188,8 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "data-dir", required_argument, NULL, 'd' }, { "listen", required_argument, NULL, 'L' },
 		{ "no-auth", no_argument, NULL, 'n' },        { "log-level", required_argument, NULL, 'l' },
-		{ "allow-remote", no_argument, NULL, 'R' },   { NULL, 0, NULL, 0 },
+		{ "allow-remote", no_argument, NULL, 'R' },   { "call-deadline", required_argument, NULL, 'D' },
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *data_dir = NULL, *listen = "127.0.0.1:7420";
 	enum log_level lvl = LOG_LVL_INFO;
@@ -196,12 +197,17 @@ int main(int argc, char **argv)
 	uint16_t port;
 	struct event *term;
 	bool allow_remote = false;
+	unsigned deadline_s = PROTO_CALL_DEADLINE_S_DEFAULT;
 	int c, r;
 
 	API = &api_state;
 	log_init("sbx-api", lvl);
-	while ((c = getopt_long(argc, argv, "d:L:nl:R", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:L:nl:RD:", opts, NULL)) != -1) {
 		switch (c) {
+		case 'D':
+			if (parse_uint(optarg, 1, PROTO_CALL_DEADLINE_S_MAX, &deadline_s) < 0)
+				usage();
+			break;
 		case 'd':
 			data_dir = optarg;
 			break;
@@ -239,7 +245,7 @@ int main(int argc, char **argv)
 		       r == -ENOENT ? "missing" : strerror(-r));
 	if (!(API->base = event_base_new()))
 		fatalx("event_base_new");
-	stubs_init();
+	stubs_init(API->base, deadline_s);
 	API->sbxd = proto_chan_new(API->base, SBX_FD_PARENT, ROLE_API, ROLE_SBXD, sbxd_table,
 	                           sizeof(sbxd_table) / sizeof(sbxd_table[0]), sbxd_event, NULL);
 	if (!API->sbxd)

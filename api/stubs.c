@@ -2,6 +2,8 @@
 #include "stubs.h"
 
 #include <errno.h>
+#include <event2/event.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,15 +25,46 @@ struct pending {
 	void *arg;
 	stub_stream_cb scb; /* a streamed run: its output chunks, as they come */
 	struct proto_stream_rx rx;
+	uint64_t deadline;  /* now_ms() after which the request fails */
+	uint64_t span;      /* its length: a list restarts it with each item */
 };
 
 static struct pending pending[STUB_PENDING_MAX];
 static size_t npending;
+static uint64_t deadline_ms = PROTO_CALL_DEADLINE_S_DEFAULT * 1000ull;
+static struct event *sweeper;
 
-void stubs_init(void)
+static void fail(struct pending *p, enum proto_err e, const char *why);
+
+/* A request whose answer is late fails; a late answer is then dropped as unknown. This
+ * keeps the in-flight slots of both doors from filling up with requests nobody will
+ * answer (a launcher that is stopped, wedged or lost a reply). */
+static void stubs_sweep(evutil_socket_t unused, short what, void *arg)
 {
+	uint64_t now = now_ms();
+	char why[96];
+	for (size_t i = 0; i < STUB_PENDING_MAX; i++) {
+		struct pending *p = &pending[i];
+		if (!p->used || now < p->deadline)
+			continue;
+		if (p->scb)
+			proto_stream_rx_cancel(&p->rx);
+		snprintf(why, sizeof(why), "no answer from the launcher within %llu s",
+		         (unsigned long long)(p->span / 1000));
+		fail(p, PERR_ENGINE_UNAVAILABLE, why);
+	}
+}
+
+void stubs_init(struct event_base *base, unsigned deadline_s)
+{
+	const struct timeval tv = { STUB_SWEEP_MS / 1000, (STUB_SWEEP_MS % 1000) * 1000 };
 	memset(pending, 0, sizeof(pending));
 	npending = 0;
+	deadline_ms = (uint64_t)deadline_s * 1000;
+	if (sweeper)
+		event_free(sweeper);
+	if (base && (sweeper = event_new(base, -1, EV_PERSIST, stubs_sweep, NULL)))
+		event_add(sweeper, &tv);
 }
 
 static struct pending *pending_find(struct proto_chan *ch, uint32_t id)
@@ -87,6 +120,8 @@ static int send_req_fd(struct proto_chan *ch, uint32_t id, uint32_t type, const 
 		return r;
 	*p = (struct pending){ .used = true, .ch = ch, .id = id, .reply = reply, .item = item,
 		               .cb = cb, .arg = arg };
+	p->span = type == MSG_RUN || type == MSG_EXEC ? STUB_RUN_DEADLINE_MS : deadline_ms;
+	p->deadline = now_ms() + p->span;
 	npending++;
 	return 0;
 }
@@ -223,6 +258,8 @@ void stubs_dispatch(struct proto_chan *ch, const struct proto_hdr *hdr, void *ms
 	void *arg = p->arg;
 	if (rep.final)
 		pending_release(p);
+	else
+		p->deadline = now_ms() + p->span;
 	cb(&rep, arg);
 }
 

@@ -9,8 +9,15 @@
 #include "proto.h"
 
 struct proto_chan;
+struct event_base;
 
 #define STUB_PENDING_MAX    1024u        /* requests awaiting a reply */
+/* How long a request waits for its answer before it fails (engine_unavailable): runs
+ * wait for the longest run deadline plus time to kill, collect and record them, the rest
+ * for --call-deadline (PROTO_CALL_DEADLINE_S_*). A list's deadline restarts with each
+ * item. */
+#define STUB_RUN_DEADLINE_MS    (PROTO_RUN_TIMEOUT_MS_MAX + 120000ull)
+#define STUB_SWEEP_MS           250u /* how often the deadlines are checked */
 /* bytes read from a RUN_REP memfd: both streams at the launcher's own per-stream cap */
 #define STUB_RUN_OUTPUT_MAX (2ull * PROTO_RUN_OUTPUT_MAX)
 /* code plus stdin up to this size go inline in the RUN message, larger in a memfd */
@@ -36,7 +43,8 @@ typedef void (*stub_cb)(const struct stub_reply *rep, void *arg);
  * that acknowledges only what it has written out keeps memory bounded end to end. */
 typedef void (*stub_stream_cb)(uint32_t chan, const uint8_t *data, size_t len, void *arg);
 
-void stubs_init(void);
+/* deadline_s: 1..PROTO_CALL_DEADLINE_S_MAX, for every request but runs. */
+void stubs_init(struct event_base *base, unsigned deadline_s);
 /* The launcher channel went away: fail every request that waits on it. */
 void stubs_fail_chan(struct proto_chan *ch, const char *why);
 /* Route one reply from a channel. */

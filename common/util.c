@@ -241,3 +241,17 @@ int self_exe_dir(char *buf, size_t bufsz)
 	*slash = '\0';
 	return 0;
 }
+
+int parse_uint(const char *s, unsigned min, unsigned max, unsigned *ret)
+{
+	unsigned long v;
+	char *end;
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -ERANGE;
+	*ret = (unsigned)v;
+	return 0;
+}

@@ -19,6 +19,9 @@ int fmt_iso8601(uint64_t unix_s, char *buf, size_t bufsz); /* "2026-12-02T10:00:
 int random_id(const char *prefix, size_t n, char *buf, size_t bufsz);
 int random_bytes(void *buf, size_t n);
 
+/* A decimal number in min..max, nothing else (no sign, no spaces, no trailing bytes). */
+int parse_uint(const char *s, unsigned min, unsigned max, unsigned *ret);
+
 int mkdir_p(const char *path, mode_t mode);
 int set_nonblock(int fd);
 int set_cloexec(int fd, bool on);

@@ -651,6 +651,9 @@ static void api_event(struct proto_chan *ch, enum proto_chan_event ev, const cha
 	case PCHAN_REJECTED:
 		log_warnx("from the API: %s", detail);
 		break;
+	case PCHAN_REPLACED:
+		log_warnx("to the API: %s; an ERROR was sent instead", detail);
+		break;
 	case PCHAN_FRAMING:
 	case PCHAN_CLOSED:
 		/* keep running: runs in flight finish and are recorded; sbxd restarts the API
@@ -673,6 +676,9 @@ static void sbxd_event(struct proto_chan *ch, enum proto_chan_event ev, const ch
 		break;
 	case PCHAN_REJECTED:
 		log_warnx("from sbxd: %s", detail);
+		break;
+	case PCHAN_REPLACED:
+		log_warnx("to sbxd: %s; an ERROR was sent instead", detail);
 		break;
 	case PCHAN_FRAMING:
 	case PCHAN_CLOSED:

@@ -95,6 +95,10 @@ struct proto_msgdef {
 /* The definition of a message type, or NULL if the type does not exist. */
 const struct proto_msgdef *proto_msgdef(uint32_t type);
 const char *proto_type_name(uint32_t type);
+/* The numbering rule of proto_msgs.h: requests (and events, whose id is 0) are even,
+ * replies odd; ERROR (1) answers any request. */
+static inline bool proto_type_is_request(uint32_t type) { return type % 2 == 0; }
+static inline bool proto_type_is_reply(uint32_t type) { return type % 2 == 1 && type != MSG_ERROR; }
 
 /* Encode `msg` (a struct msg_<type>) into buf (whole packet, header included).
  * Returns the packet length or -EINVAL (a field over its limit), -EMSGSIZE. */

@@ -89,8 +89,8 @@ static void chan_reject(struct proto_chan *ch, const struct proto_hdr *h, const 
 {
 	char detail[160];
 	snprintf(detail, sizeof(detail), "%s %s (id %u)", why, proto_type_name(h->type), h->id);
-	/* requests (even types) get an ERROR so the sender is not left waiting */
-	if (h->id && (h->type % 2) == 0)
+	/* requests get an ERROR so the sender is not left waiting */
+	if (h->id && proto_type_is_request(h->type))
 		proto_chan_send_error(ch, h->id, PERR_INVALID_ARGUMENT, detail);
 	if (ch->on_event)
 		ch->on_event(ch, PCHAN_REJECTED, detail, ch->arg);
@@ -268,6 +268,18 @@ void proto_chan_free(struct proto_chan *ch)
 	free(ch);
 }
 
+/* The reply to request id could not be encoded (err): the requester gets an ERROR in its
+ * place, so every request has exactly one answer, and the owner hears of it. */
+static void chan_replace_reply(struct proto_chan *ch, uint32_t type, uint32_t id, int err)
+{
+	char detail[160];
+	snprintf(detail, sizeof(detail), "%s (id %u) could not be encoded: %s", proto_type_name(type),
+	         id, strerror(-err));
+	proto_chan_send_error(ch, id, PERR_INTERNAL, detail);
+	if (ch->on_event)
+		ch->on_event(ch, PCHAN_REPLACED, detail, ch->arg);
+}
+
 int proto_chan_send(struct proto_chan *ch, uint32_t type, uint32_t id, const void *msg, int fd)
 {
 	uint8_t buf[PROTO_MSG_MAX];
@@ -288,6 +300,8 @@ int proto_chan_send(struct proto_chan *ch, uint32_t type, uint32_t id, const voi
 	if (n < 0) {
 		if (fd >= 0)
 			close(fd);
+		if (proto_type_is_reply(type) && id)
+			chan_replace_reply(ch, type, id, n);
 		return n;
 	}
 	if (!(p = malloc(sizeof(*p) + (size_t)n))) {

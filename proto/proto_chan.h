@@ -30,6 +30,7 @@ enum proto_chan_event {
 	PCHAN_FRAMING,  /* framing violation; the chan is now dead, free it */
 	PCHAN_CLOSED,   /* peer closed or I/O error; the chan is now dead, free it */
 	PCHAN_READY,    /* the peer's HELLO arrived and matched */
+	PCHAN_REPLACED, /* a reply could not be encoded: an ERROR went out in its place */
 };
 
 /* Called for the events above; `detail` is a short human reason. */
@@ -44,7 +45,10 @@ struct proto_chan *proto_chan_new(struct event_base *base, int sock, unsigned se
 void proto_chan_free(struct proto_chan *ch); /* NULL-safe; closes the socket and queued fds */
 
 /* Encode and queue one message; takes ownership of fd (closed after sending or on
- * error). Returns 0, -EINVAL (bad message), -ENOBUFS (queue full), -EPIPE (chan dead). */
+ * error). Returns 0, -EINVAL (bad message), -EMSGSIZE (too large), -ENOBUFS (queue full),
+ * -EPIPE (chan dead). A reply (odd type, not ERROR) that cannot be encoded is answered
+ * with an ERROR of the same id instead, so the requester is never left waiting; the
+ * encode error is still returned and PCHAN_REPLACED reported. */
 int proto_chan_send(struct proto_chan *ch, uint32_t type, uint32_t id, const void *msg, int fd);
 /* Send an ERROR reply. */
 int proto_chan_send_error(struct proto_chan *ch, uint32_t id, enum proto_err code,

@@ -36,6 +36,10 @@
 #define PROTO_RUN_CODE_MAX   (1u << 20)  /* bytes of program text: 413 past this */
 #define PROTO_RUN_STDIN_MAX  (1u << 20)  /* bytes of stdin: 413 past this */
 #define PROTO_RUN_OUTPUT_MAX (64u << 20) /* bytes kept per output stream (limits.outputBytes) */
+#define PROTO_RUN_TIMEOUT_MS_MAX 3600000u /* the longest run deadline (limits.timeoutMs) */
+/* How long sbx-api waits for the answer to any other request (sbxd --call-deadline) */
+#define PROTO_CALL_DEADLINE_S_DEFAULT 60u
+#define PROTO_CALL_DEADLINE_S_MAX     3600u
 #define PROTO_LIST_MAX   256u   /* entries of a STRV / U32V */
 #define PROTO_TEXT_MAX   60000u /* profile text */
 

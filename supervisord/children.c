@@ -160,6 +160,9 @@ static void on_chan_event(struct proto_chan *ch, enum proto_chan_event ev, const
 			log_warnx("%s (pid %d) sent a message sbxd refuses: %s (%u so far)", c->name,
 			          (int)c->pid, detail, c->rejected);
 		break;
+	case PCHAN_REPLACED:
+		log_warnx("to %s: %s; an ERROR was sent instead", c->name, detail);
+		break;
 	case PCHAN_FRAMING:
 	case PCHAN_CLOSED:
 		if (!c->d->shutting_down)
@@ -207,6 +210,11 @@ static int build_argv(struct child *c, char **argv)
 	argv[n++] = (char *)cfg->log_level;
 	if (c->id == CHILD_API && cfg->no_auth)
 		argv[n++] = (char *)"--no-auth";
+	if (c->id == CHILD_API) {
+		snprintf(c->deadline_arg, sizeof(c->deadline_arg), "%u", cfg->call_deadline_s);
+		argv[n++] = (char *)"--call-deadline";
+		argv[n++] = c->deadline_arg;
+	}
 	/* sbx-api parses --listen with the same listen_parse(): it must be told what sbxd
 	 * allowed, or it refuses the address and is restarted for ever */
 	if (c->id == CHILD_API && cfg->allow_remote)

@@ -8,13 +8,14 @@
 #include "listen.h"
 #include "log.h"
 #include "sbxd.h"
+#include "util.h"
 
 const char *config_usage(void)
 {
 	return "usage: sbxd [--listen 127.0.0.1:7420] [--data-dir DIR] [--foreground]\n"
 	       "            [--log-level error|warn|info|debug] [--no-auth] [--libexec DIR]\n"
 	       "            [--docker PATH] [--bwrap PATH]\n"
-	       "            [--allow-remote]\n";
+	       "            [--allow-remote] [--call-deadline SECONDS]\n";
 }
 
 static int copy_str(char *dst, size_t dstsz, const char *src)
@@ -48,7 +49,7 @@ int config_default_data_dir(bool root, char *buf, size_t bufsz)
 	return 0;
 }
 
-enum { OPT_LISTEN = 1, OPT_DATA, OPT_FG, OPT_LEVEL, OPT_NOAUTH, OPT_LIBEXEC, OPT_REMOTE, OPT_HELP, OPT_DOCKER, OPT_BWRAP };
+enum { OPT_LISTEN = 1, OPT_DATA, OPT_FG, OPT_LEVEL, OPT_NOAUTH, OPT_LIBEXEC, OPT_REMOTE, OPT_HELP, OPT_DOCKER, OPT_BWRAP, OPT_DEADLINE };
 
 int config_parse(int argc, char *argv[], struct sbxd_config *cfg, const char **ret_why)
 {
@@ -62,6 +63,7 @@ int config_parse(int argc, char *argv[], struct sbxd_config *cfg, const char **r
 		{ "allow-remote", no_argument, NULL, OPT_REMOTE },
 		{ "docker", required_argument, NULL, OPT_DOCKER },
 		{ "bwrap", required_argument, NULL, OPT_BWRAP },
+		{ "call-deadline", required_argument, NULL, OPT_DEADLINE },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -73,6 +75,7 @@ int config_parse(int argc, char *argv[], struct sbxd_config *cfg, const char **r
 	memset(cfg, 0, sizeof(*cfg));
 	strcpy(cfg->listen, SBXD_LISTEN_DEFAULT);
 	strcpy(cfg->log_level, "info");
+	cfg->call_deadline_s = PROTO_CALL_DEADLINE_S_DEFAULT;
 	*ret_why = NULL;
 	optind = 1;
 	opterr = 0;
@@ -111,6 +114,12 @@ int config_parse(int argc, char *argv[], struct sbxd_config *cfg, const char **r
 			break;
 		case OPT_REMOTE:
 			cfg->allow_remote = true;
+			break;
+		case OPT_DEADLINE:
+			if (parse_uint(optarg, 1, PROTO_CALL_DEADLINE_S_MAX, &cfg->call_deadline_s) < 0) {
+				*ret_why = "--call-deadline: seconds, 1-3600";
+				return -EINVAL;
+			}
 			break;
 		case OPT_BWRAP:
 			if (optarg[0] != '/' || copy_str(cfg->bwrap, sizeof(cfg->bwrap), optarg) < 0) {

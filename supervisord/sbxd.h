@@ -44,6 +44,7 @@ struct sbxd_config {
 	char log_level[16];
 	char docker[SBXD_PATH_MAX];
 	char bwrap[SBXD_PATH_MAX];    /* the bwrap the launcher uses; "" = search */   /* the docker client the launcher probes; "" = search */
+	unsigned call_deadline_s;     /* sbx-api --call-deadline */
 	bool foreground;
 	bool no_auth;
 	bool allow_remote;
@@ -124,6 +125,7 @@ struct child {
 	const char *name;  /* "sbx-launcher" */
 	unsigned role;     /* ROLE_LAUNCHER / ROLE_API */
 	char path[SBXD_PATH_MAX];
+	char deadline_arg[12];  /* sbx-api's --call-deadline value */
 	enum child_state state;
 	pid_t pid;              /* 0 when not running */
 	struct proto_chan *chan; /* channel on the child's fd 3 */

@@ -215,7 +215,7 @@ static void start_server(struct sbxd *d)
 	API = &api_state;
 	API->no_auth = true;
 	cr_assert(API->base = event_base_new());
-	stubs_init();
+	stubs_init(NULL, PROTO_CALL_DEADLINE_S_DEFAULT);
 	*d = (struct sbxd){ 0 };
 	cr_assert_eq(free_port(&d->port), 0);
 	cr_assert_eq(http_start(API, "127.0.0.1", d->port), 0);

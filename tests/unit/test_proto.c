@@ -273,7 +273,7 @@ Test(proto, oversized_packet_detected_on_receive)
 /* ---- the channel ----------------------------------------------------------------- */
 
 struct chan_state {
-	int gets, ready, rejected, framing, closed;
+	int gets, ready, rejected, framing, closed, replaced;
 	char last_id[64];
 };
 
@@ -296,6 +296,8 @@ static void on_event(struct proto_chan *ch, enum proto_chan_event ev, const char
 		st->rejected++;
 	else if (ev == PCHAN_FRAMING)
 		st->framing++;
+	else if (ev == PCHAN_REPLACED)
+		st->replaced++;
 	else
 		st->closed++;
 }
@@ -376,6 +378,65 @@ Test(proto, chan_hello_dispatch_reject_and_framing)
 	event_base_loop(base, EVLOOP_NONBLOCK);
 	cr_assert_eq(st.framing, 1);
 	cr_assert_eq(proto_chan_send(ch, MSG_OK, 1, &out.ok, -1), -EPIPE);
+	proto_chan_free(ch);
+	close(sp[1]);
+	event_base_free(base);
+}
+
+/* A handler whose reply cannot be encoded (a field past its limit) */
+static void on_get_unencodable(struct proto_chan *ch, const struct proto_hdr *h, void *msg, int fd,
+                               void *arg)
+{
+	static char long_id[PROTO_ID_MAX + 2];
+	struct msg_OK ok = { .id = long_id };
+	struct chan_state *st = arg;
+	memset(long_id, 'a', sizeof(long_id) - 1);
+	st->gets++;
+	cr_assert_lt(proto_chan_send(ch, MSG_OK, h->id, &ok, -1), 0);
+}
+
+/* Every request gets exactly one answer: an unencodable reply becomes an ERROR with the
+ * request's id (issue 7, defect 2), and the owner is told. */
+Test(proto, chan_unencodable_reply_becomes_error)
+{
+	static const struct proto_dispatch table[] = { { MSG_SBX_GET, ROLE_API, on_get_unencodable } };
+	struct event_base *base = event_base_new();
+	struct chan_state st = { 0 };
+	struct msg_HELLO hello = { .version = PROTO_VERSION, .role = ROLE_API, .build_id = "t" };
+	struct msg_SBX_GET get = { .id = "sbx_1" };
+	union {
+		struct msg_HELLO h;
+		struct msg_ERROR e;
+	} out;
+	struct proto_hdr h;
+	struct proto_chan *ch;
+	int sp[2];
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp), 0);
+	ch = proto_chan_new(base, sp[0], ROLE_LAUNCHER, ROLE_API, table, 1, on_event, &st);
+	cr_assert_eq(recv_decoded(sp[1], &h, &out, sizeof(out)), 0);
+	proto_msg_clear(MSG_HELLO, &out);
+	send_msg(sp[1], MSG_HELLO, 0, &hello);
+	send_msg(sp[1], MSG_SBX_GET, 42, &get);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	cr_assert_eq(st.gets, 1);
+	cr_assert_eq(st.replaced, 1);
+	cr_assert_eq(recv_decoded(sp[1], &h, &out, sizeof(out)), 0);
+	cr_assert_eq(h.type, MSG_ERROR);
+	cr_assert_eq(h.id, 42);
+	cr_assert_eq(out.e.code, PERR_INTERNAL);
+	cr_assert(strstr(out.e.message, "could not be encoded"), "%s", out.e.message);
+	proto_msg_clear(MSG_ERROR, &out);
+	/* a request that cannot be encoded is only refused to its caller: nothing is sent */
+	{
+		static char long_id[PROTO_ID_MAX + 2];
+		uint8_t buf[64];
+		int fd = -1;
+		memset(long_id, 'b', sizeof(long_id) - 1);
+		cr_assert_lt(proto_chan_send(ch, MSG_SBX_GET, 43, &(struct msg_SBX_GET){ .id = long_id }, -1), 0);
+		cr_assert_eq(st.replaced, 1);
+		cr_assert_eq(proto_recv_packet(sp[1], buf, sizeof(buf), &fd), -EAGAIN);
+	}
 	proto_chan_free(ch);
 	close(sp[1]);
 	event_base_free(base);
