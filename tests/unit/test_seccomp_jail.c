@@ -4,6 +4,7 @@
 #include <linux/keyctl.h>
 #include <netinet/in.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
@@ -104,4 +105,29 @@ Test(seccomp, filter_fd_is_sealed)
 	cr_assert_eq(jail_seccomp_fd(true, &fd), 0);
 	cr_assert_lt(write(fd, "x", 1), 0, "the filter memfd is writable");
 	close(fd);
+}
+
+/* Compiled once, opened per run (issue 11): each fd is a file of its own at offset 0, so
+ * reading one (as bwrap does) does not move another run's, and the contents are equal. */
+Test(seccomp, each_run_gets_its_own_open_file_of_one_filter)
+{
+	static char a[65536], b[65536];
+	int fa, fb, fc;
+	ssize_t na, nb;
+	cr_assert_eq(jail_seccomp_fd(true, &fa), 0);
+	cr_assert_eq(jail_seccomp_fd(true, &fb), 0);
+	na = read(fa, a, sizeof(a));
+	cr_assert_gt(na, 0);
+	cr_assert_eq(lseek(fb, 0, SEEK_CUR), 0, "reading one fd moved the other");
+	nb = read(fb, b, sizeof(b));
+	cr_assert_eq(na, nb);
+	cr_assert_eq(memcmp(a, b, (size_t)na), 0);
+	cr_assert_eq(jail_seccomp_fd(false, &fc), 0);
+	nb = read(fc, b, sizeof(b));
+	cr_assert(nb > 0 && (nb != na || memcmp(a, b, (size_t)na) != 0),
+	          "the filters with and without network are the same");
+	cr_assert_lt(write(fc, "x", 1), 0);
+	close(fa);
+	close(fb);
+	close(fc);
 }

@@ -341,3 +341,75 @@ Test(store, jail_uid_next_fills_gaps)
 	cr_assert_eq(uid, SBX_JAIL_UID_BASE + 1);
 	store_close(db);
 }
+
+static int count_stmts(sqlite3 *db)
+{
+	int n = 0;
+	for (sqlite3_stmt *st = sqlite3_next_stmt(db, NULL); st; st = sqlite3_next_stmt(db, st))
+		n++;
+	return n;
+}
+
+struct nest {
+	sqlite3 *db;
+	int outer, inner;
+};
+
+static int inner_cb(const struct sandbox *s, void *arg)
+{
+	((struct nest *)arg)->inner++;
+	return 0;
+}
+
+/* the same SQL used again while the outer statement is still stepping */
+static int outer_cb(const struct sandbox *s, void *arg)
+{
+	struct nest *n = arg;
+	struct sandbox g;
+	n->outer++;
+	cr_assert_eq(store_sandbox_foreach(n->db, inner_cb, n), 0);
+	cr_assert_eq(store_sandbox_get(n->db, s->id, &g), 0);
+	cr_assert_str_eq(g.id, s->id);
+	sandbox_clear(&g);
+	return 0;
+}
+
+/* Statements are prepared once and kept (issue 11): many calls do not grow the number of
+ * live statements, a nested use of the same statement still works, and commits are not
+ * synced one by one (WAL, synchronous=NORMAL). */
+Test(store, statements_are_kept_and_nest)
+{
+	sqlite3 *db;
+	struct sandbox s, g;
+	struct nest n = { 0 };
+	sqlite3_stmt *st;
+
+	cr_assert_eq(store_open(path, &db), 0);
+	for (int i = 0; i < 3; i++) {
+		char id[32], name[16];
+		snprintf(id, sizeof(id), "sbx_nest%06d", i);
+		snprintf(name, sizeof(name), "n%d", i);
+		fill(&s, id, name);
+		cr_assert_eq(store_sandbox_insert(db, &s), 0);
+		sandbox_clear(&s);
+	}
+	cr_assert_eq(store_sandbox_get(db, "sbx_nest000000", &g), 0);
+	sandbox_clear(&g);
+	int after_one = count_stmts(db);
+	cr_assert_gt(after_one, 0, "no statement was kept");
+	for (int i = 0; i < 500; i++) {
+		cr_assert_eq(store_sandbox_get(db, "sbx_nest000001", &g), 0);
+		sandbox_clear(&g);
+	}
+	cr_assert_eq(count_stmts(db), after_one, "500 gets left %d statements (after one: %d)",
+	             count_stmts(db), after_one);
+	n.db = db;
+	cr_assert_eq(store_sandbox_foreach(db, outer_cb, &n), 0);
+	cr_assert_eq(n.outer, 3);
+	cr_assert_eq(n.inner, 9);
+	cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA synchronous", -1, &st, NULL), SQLITE_OK);
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+	cr_assert_eq(sqlite3_column_int(st, 0), 1, "synchronous is not NORMAL");
+	sqlite3_finalize(st);
+	store_close(db);
+}
