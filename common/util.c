@@ -159,7 +159,10 @@ int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-void close_fds_from(int lowfd, const int *keep, size_t nkeep)
+#define CLOSE_KEEP_MAX 16 /* descriptors close_fds_from can keep in one call */
+
+/* The slow way, for a kernel without close_range(2): scan /proc/self/fd. */
+static void close_fds_scan(int lowfd, const int *keep, size_t nkeep)
 {
 	DIR *d = opendir("/proc/self/fd");
 	struct dirent *de;
@@ -188,6 +191,42 @@ void close_fds_from(int lowfd, const int *keep, size_t nkeep)
 			close(fd);
 	}
 	closedir(d);
+}
+
+/* close_range(2) over the gaps between the kept descriptors: no allocation and no /proc
+ * scan, so it is cheap and safe between fork and exec. */
+void close_fds_from(int lowfd, const int *keep, size_t nkeep)
+{
+	int k[CLOSE_KEEP_MAX];
+	unsigned cur = (unsigned)lowfd;
+	size_t n = 0;
+
+	if (nkeep > CLOSE_KEEP_MAX) {
+		close_fds_scan(lowfd, keep, nkeep);
+		return;
+	}
+	for (size_t i = 0; i < nkeep; i++) { /* insertion sort of the ones at or above lowfd */
+		size_t j = n;
+		if (keep[i] < lowfd)
+			continue;
+		while (j > 0 && k[j - 1] > keep[i]) {
+			k[j] = k[j - 1];
+			j--;
+		}
+		k[j] = keep[i];
+		n++;
+	}
+	for (size_t i = 0; i <= n; i++) {
+		/* the gap before k[i] (or everything from cur on, after the last one) */
+		bool tail = i == n;
+		if ((tail || (unsigned)k[i] > cur) &&
+		    syscall(SYS_close_range, cur, tail ? ~0u : (unsigned)k[i] - 1, 0) < 0) {
+			close_fds_scan(lowfd, keep, nkeep);
+			return;
+		}
+		if (!tail && (unsigned)k[i] >= cur)
+			cur = (unsigned)k[i] + 1;
+	}
 }
 
 /* Move fd to target without clobbering the other one we still need. */
