@@ -261,6 +261,8 @@ struct list_job {
 	uint32_t count;
 	unsigned stalls;
 	struct event *ev;
+	struct proto_chan *ch; /* during the first pass only */
+	bool direct;           /* the first pass still sends rows itself */
 };
 
 static void list_job_free(struct list_job *j)
@@ -320,9 +322,21 @@ static void list_job_step(evutil_socket_t unused, short what, void *arg)
 	evtimer_add(j->ev, &tv);
 }
 
+/* One pass over the table: rows go out at once while the write queue takes them; the ids
+ * of the rest are kept for list_job_step (which loads each again when its turn comes). */
 static int list_collect(const struct sandbox *s, void *arg)
 {
 	struct list_job *j = arg;
+	if (j->n == 0 && j->direct) {
+		int r = send_sbx_rep(j->ch, j->id, s, NULL);
+		if (r == 0) {
+			j->count++;
+			return 0;
+		}
+		if (r != -ENOBUFS)
+			return 1; /* the channel died: list_job_step ends the job */
+		j->direct = false;
+	}
 	if (j->n == j->cap) {
 		size_t cap = j->cap ? j->cap * 2 : 64;
 		void *n = reallocarray(j->ids, cap, sizeof(*j->ids));
@@ -347,6 +361,8 @@ static void h_sbx_list(struct proto_chan *ch, const struct proto_hdr *h, void *m
 	}
 	j->id = h->id;
 	j->gen = api_gen;
+	j->ch = ch;
+	j->direct = true;
 	if ((r = store_sandbox_foreach(dispatch_L->db, list_collect, j)) < 0) {
 		list_job_free(j);
 		reply_err(ch, h->id, PERR_INTERNAL, "database: %s", strerror(-r));

@@ -21,6 +21,7 @@
 
 #include "harness.h"
 #include "proto.h"
+#include "proto_chan.h"
 
 #define WAIT_MS 10000 /* for one answer; a run of `true` included */
 
@@ -522,4 +523,51 @@ Test(wire_hostile, malformed_and_oversized_frames)
 		cr_expect_eq(got, flood, "%d refused requests, %d answers", flood, got);
 	}
 	assert_serving("a flood of refused requests");
+}
+
+/* A list longer than the launcher's write queue while the API does not read: rows that do
+ * not fit go out later from the event loop; every row arrives exactly once, then LIST_END
+ * with their count (issue 11: the first pass sends from the one query it makes). */
+Test(wire_hostile, a_list_longer_than_the_write_queue_arrives_whole, .timeout = 300)
+{
+	enum { N = PROTO_CHAN_QUEUE_MAX + 600 };
+	static char seen[N + 16][PROTO_ID_MAX + 1];
+	struct proto_hdr h;
+	union any out;
+	uint32_t id;
+	size_t got = 0;
+
+	for (int i = 0; i < N; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "l%d", i);
+		send_msg(L.api, MSG_SBX_CREATE, L.next_id++, &(struct msg_SBX_CREATE){ .name = name }, -1);
+		if (i % 64 == 63 || i == N - 1) { /* read the answers in batches */
+			int want = i % 64 + 1;
+			for (int k = 0; k < want; k++) {
+				cr_assert_eq(recv_msg(L.api, &h, &out, sizeof(out), NULL), 0);
+				cr_assert_eq(h.type, MSG_SBX_REP, "create %d: %s", i,
+				             h.type == MSG_ERROR ? out.err.message : proto_type_name(h.type));
+				proto_msg_clear(h.type, &out);
+			}
+		}
+	}
+	id = L.next_id++;
+	send_msg(L.api, MSG_SBX_LIST, id, &(struct msg_SBX_LIST){ 0 }, -1);
+	sleep_ms(500); /* not reading: the socket buffer and then the queue fill up */
+	for (;;) {
+		cr_assert_eq(recv_msg(L.api, &h, &out, sizeof(out), NULL), 0, "after %zu rows", got);
+		cr_assert_eq(h.id, id);
+		if (h.type == MSG_LIST_END) {
+			cr_assert_eq(out.end.count, got);
+			break;
+		}
+		cr_assert_eq(h.type, MSG_SBX_REP);
+		cr_assert_lt(got, (size_t)N, "more rows than sandboxes");
+		for (size_t k = 0; k < got; k++)
+			cr_assert_str_neq(seen[k], out.sbx.id, "row %s came twice", out.sbx.id);
+		snprintf(seen[got++], sizeof(seen[0]), "%s", out.sbx.id);
+		proto_msg_clear(h.type, &out);
+	}
+	cr_assert_eq(got, (size_t)N);
+	assert_serving("a long list");
 }
