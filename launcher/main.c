@@ -78,9 +78,9 @@ static void cgroups_start(struct launcher *L)
 	atexit(cgroup_instance_release);
 	if ((r = cgroup_sweep()) < 0)
 		log_warnx("removing stale run cgroups of %s: %s", cgroup_instance_name(), strerror(-r));
-	else if (r > 0)
-		log_info("removed %d stale run cgroup(s) of %s (their processes killed first)", r,
-		         cgroup_instance_name());
+	else
+		log_info("run cgroups under parent %s; %d stale group(s) removed, their processes "
+		         "killed first", cgroup_instance_name(), r);
 }
 
 int main(int argc, char **argv)
