@@ -24,6 +24,8 @@
 #define CG_RMDIR_TRIES 100  /* x CG_RETRY_US: how long a killed group may take to empty */
 #define CG_RETRY_US    2000
 #define CG_SWEEP_MAX   4096u /* entries looked at per parent group at start-up */
+#define CG_MKDIR_TRIES 3     /* a run's mkdir racing a leaving launcher's rmdir of the parent */
+#define CG_RUN_NAME_MAX 64u  /* "run_" + the id; longer names are not ours */
 
 /* This instance's parent group name, "sbx-<hash of the data dir>"; "" until set. */
 static char cg_instance[CG_INSTANCE_MAX + 1];
@@ -171,7 +173,7 @@ static int make_group(const char *mount, const char *key, const char *run_id, ch
 		return r;
 	if ((size_t)snprintf(ret, retsz, "%s/%s", parent, run_id) >= retsz)
 		return -ENAMETOOLONG;
-	for (int t = 0; t < 3; t++) {
+	for (int t = 0; t < CG_MKDIR_TRIES; t++) {
 		if (mkdir(parent, 0755) < 0 && errno != EEXIST)
 			break;
 		if (mkdir(ret, 0755) == 0)
@@ -402,7 +404,7 @@ static size_t hierarchies(struct cg_hier *ret)
 /* Only names this launcher makes ("run_" and lowercase alphanumerics) are ever touched. */
 static bool is_run_group(const char *name)
 {
-	if (strncmp(name, "run_", 4) != 0 || !name[4] || strlen(name) > CG_INSTANCE_MAX)
+	if (strncmp(name, "run_", 4) != 0 || !name[4] || strlen(name) > CG_RUN_NAME_MAX)
 		return false;
 	for (const char *p = name + 4; *p; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9')))

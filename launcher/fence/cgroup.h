@@ -25,7 +25,7 @@ struct cgroup_run {
  * so two sbxd instances on one machine never share one, and a restart on the same data
  * directory finds the groups its predecessor left. */
 #define CG_INSTANCE_PREFIX "sbx-"
-#define CG_INSTANCE_MAX    64u /* also the longest run group name a sweep accepts */
+#define CG_INSTANCE_MAX    64u
 
 /* Name the instance after its data directory (which must exist). 0 or -errno. Until this
  * is called, cgroup_run_create() refuses (-EINVAL). */

@@ -115,12 +115,15 @@ static pid_t start_long_run(const struct sbxd *d, const char *path, struct bg_re
 	char rnd[13], code[256];
 	rand_alnum(rnd, 12);
 	snprintf(marker, markersz, "mk_%s", rnd);
-	snprintf(code, sizeof(code), "cp /bin/sleep ./%s || exit 9\n./%s 30\n", marker, marker);
+	snprintf(code, sizeof(code), "cp /bin/sleep ./%s || exit 9\nexec ./%s 30\n", marker, marker);
 	_cleanup_free_ char *body = run_body("sh", code, NULL, 60000);
 	cr_assert(bg_req_start(bg, d, "POST", path, body, 15) == 0);
+	char sleeper[64];
 	pid_t pid = -ESRCH;
+	/* the sleep itself, not the cp before it (which may be leaving its groups) */
+	snprintf(sleeper, sizeof(sleeper), "%s 30", marker);
 	for (unsigned long long until = mono_ms() + START_WAIT_MS; pid <= 0 && mono_ms() < until;) {
-		pid = proc_find_marker(marker);
+		pid = proc_find_marker(sleeper);
 		if (pid <= 0)
 			sleep_ms(20);
 	}
