@@ -2,6 +2,7 @@
 #ifndef SBX_CLEANUP_H
 #define SBX_CLEANUP_H
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -19,6 +20,11 @@ static inline void fclosep(FILE **f)
 	if (*f)
 		fclose(*f);
 }
+static inline void closedirp(DIR **d)
+{
+	if (*d)
+		closedir(*d);
+}
 static inline void strv_freep(char ***v)
 {
 	if (*v) {
@@ -32,6 +38,7 @@ static inline void strv_freep(char ***v)
 #define _cleanup_close_  _cleanup_(closep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
 #define _cleanup_strv_   _cleanup_(strv_freep)
+#define _cleanup_closedir_ _cleanup_(closedirp)
 
 /* Hand ownership out of a cleanup-attributed variable. */
 #define steal_pointer(pp)                                                                          \

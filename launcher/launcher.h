@@ -137,5 +137,8 @@ bool sandbox_denies_inet(const struct sandbox *s);
 /* SIGKILL every live run at once (launcher shutdown or a lost sbxd; the API channel
  * going away is NOT a reason). */
 void runner_kill_all(struct launcher *L);
+/* After the event loop: kill every run, answer its caller with an error and free it, so
+ * its cgroups are removed before the launcher exits. */
+void runner_stop_all(struct launcher *L);
 
 #endif

@@ -15,6 +15,7 @@
 #include "caps.h"
 #include "cleanup.h"
 #include "dispatch.h"
+#include "fence/cgroup.h"
 #include "launcher.h"
 #include "log.h"
 #include "proto_chan.h"
@@ -56,6 +57,32 @@ static void own_dir(const char *path, mode_t mode)
 		fatal("chmod %s", path);
 }
 
+/* SIGTERM (sbxd's shutdown fan-out) and SIGINT end the loop; main then stops every run
+ * and removes its cgroups before exiting, inside sbxd's grace period. */
+static void on_stop_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct launcher *L = arg;
+	log_info("%s received: stopping every run", sig == SIGINT ? "SIGINT" : "SIGTERM");
+	event_base_loopbreak(L->base);
+}
+
+/* Per-run cgroups of this instance: whatever a SIGKILLed predecessor left is killed and
+ * removed before any new run starts; at exit the instance's parent groups go too. */
+static void cgroups_start(struct launcher *L)
+{
+	int r;
+	if (!L->root)
+		return;
+	if ((r = cgroup_instance_set(L->data_dir)) < 0)
+		fatalx("naming the cgroup instance after %s: %s", L->data_dir, strerror(-r));
+	atexit(cgroup_instance_release);
+	if ((r = cgroup_sweep()) < 0)
+		log_warnx("removing stale run cgroups of %s: %s", cgroup_instance_name(), strerror(-r));
+	else
+		log_info("run cgroups under parent %s; %d stale group(s) removed, their processes "
+		         "killed first", cgroup_instance_name(), r);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -66,6 +93,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct launcher L = { 0 };
+	struct event *sig_term = NULL, *sig_int = NULL;
 	enum log_level lvl = LOG_LVL_INFO;
 	const char *data_dir = NULL, *bwrap_opt = NULL;
 	_cleanup_free_ char *db_path = NULL;
@@ -117,8 +145,14 @@ int main(int argc, char **argv)
 	if (!L.bwrap_path)
 		log_warnx("bwrap not found: runs are DEGRADED (no OS barrier)");
 
+	cgroups_start(&L);
+
 	if (!(L.base = event_base_new()))
 		fatalx("event_base_new");
+	sig_term = evsignal_new(L.base, SIGTERM, on_stop_signal, &L);
+	sig_int = evsignal_new(L.base, SIGINT, on_stop_signal, &L);
+	if (!sig_term || !sig_int || evsignal_add(sig_term, NULL) < 0 || evsignal_add(sig_int, NULL) < 0)
+		fatalx("installing the SIGTERM/SIGINT handlers");
 	if ((r = dispatch_start(&L, SBX_FD_PARENT, SBX_FD_PEER)) < 0)
 		fatalx("building the channels on fds %d and %d failed", SBX_FD_PARENT, SBX_FD_PEER);
 	caps_init(&L);
@@ -129,8 +163,9 @@ int main(int argc, char **argv)
 
 	event_base_dispatch(L.base);
 
-	if (!dispatch_sbxd_lost())
-		runner_kill_all(&L);
+	runner_stop_all(&L); /* every exit path: a lost sbxd, SIGTERM, SIGINT */
+	event_free(sig_term);
+	event_free(sig_int);
 	proto_chan_free(L.api);
 	proto_chan_free(L.sbxd);
 	store_close(L.db);

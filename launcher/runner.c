@@ -738,3 +738,25 @@ void runner_kill_all(struct launcher *L)
 	LIST_FOREACH(r, &runs, entry)
 		run_signal_all(r, SIGKILL);
 }
+
+void runner_stop_all(struct launcher *L)
+{
+	struct run *r;
+	runner_kill_all(L);
+	/* the loop has ended: nothing will reap or complete these runs. Reap each leader
+	 * (briefly; a zombie does not keep a cgroup busy), tell its caller, and free it,
+	 * which removes its cgroups; sbxd's grace period is the bound on all of this. */
+	while ((r = LIST_FIRST(&runs))) {
+		for (unsigned t = 0; !r->exited && t < RUNNER_STOP_REAP_TRIES; t++) {
+			if (waitpid(r->pid, &r->status, WNOHANG) != 0)
+				r->exited = true;
+			else
+				usleep(RUNNER_STOP_REAP_US);
+		}
+		LIST_REMOVE(r, entry);
+		L->live_runs--;
+		r->done(PERR_ENGINE_UNAVAILABLE, "the launcher stopped during the run", NULL,
+		        r->done_arg);
+		run_free(r);
+	}
+}

@@ -17,6 +17,8 @@
 #define RUNNER_INFO_MAX      1024u /* bwrap --info-fd JSON */
 #define RUNNER_READ_CHUNK    16384u /* one read() of an output pipe */
 #define RUNNER_READS_PER_EV  16u    /* reads per wake-up, so one run cannot starve others */
+#define RUNNER_STOP_REAP_TRIES 25u  /* x RUNNER_STOP_REAP_US: a leader's reap at shutdown */
+#define RUNNER_STOP_REAP_US    2000u
 
 enum run_state {
 	RS_SPAWNING, /* forked, registered, not yet released to exec */

@@ -1,6 +1,7 @@
 /* Per-run cgroups. */
 #include "cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -20,6 +21,14 @@
 #define CG_UNIFIED   CG_ROOT "/unified"
 #define CG2_MAGIC    0x63677270
 #define CG_KILL_LOOPS 50
+#define CG_RMDIR_TRIES 100  /* x CG_RETRY_US: how long a killed group may take to empty */
+#define CG_RETRY_US    2000
+#define CG_SWEEP_MAX   4096u /* entries looked at per parent group at start-up */
+#define CG_MKDIR_TRIES 3     /* a run's mkdir racing a leaving launcher's rmdir of the parent */
+#define CG_RUN_NAME_MAX 64u  /* "run_" + the id; longer names are not ours */
+
+/* This instance's parent group name, "sbx-<hash of the data dir>"; "" until set. */
+static char cg_instance[CG_INSTANCE_MAX + 1];
 
 static int write_str(const char *dir, const char *file, const char *val)
 {
@@ -108,30 +117,73 @@ const char *cgroup_flavour_name(enum cg_flavour f)
 	return f == CG_V2 ? "v2" : f == CG_V1 ? "v1" : "none";
 }
 
-/* mkdir <mount><own group>/sbx/<run>; the parent "sbx" group may already exist. */
-static int make_group(const char *mount, const char *key, const char *run_id, char *ret,
-                      size_t retsz)
+/* FNV-1a, 64 bits: a stable short name for a path, not a secret */
+static uint64_t fnv1a64(const char *s)
 {
-	char own[PATH_MAX], parent[PATH_MAX + 16];
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+int cgroup_instance_set(const char *data_dir)
+{
+	_cleanup_free_ char *real = realpath(data_dir, NULL);
+	if (!real)
+		return -errno;
+	snprintf(cg_instance, sizeof(cg_instance), "%s%016llx", CG_INSTANCE_PREFIX,
+	         (unsigned long long)fnv1a64(real));
+	return 0;
+}
+
+const char *cgroup_instance_name(void)
+{
+	return cg_instance;
+}
+
+/* <mount><own group>/<instance>: the parent of this instance's run groups in one
+ * hierarchy. The launcher's own group comes from /proc/self/cgroup. */
+static int instance_parent(const char *mount, const char *key, char *ret, size_t retsz)
+{
+	char own[PATH_MAX], mine[CG_INSTANCE_MAX + 3], *cut;
 	int r;
+	if (!cg_instance[0])
+		return -EINVAL; /* no instance, no groups: never the shared "sbx" of old */
 	if ((r = own_group(key, own, sizeof(own))) < 0)
 		return r;
 	if (strcmp(own, "/") == 0)
 		own[0] = '\0';
 	/* a launcher restarted inside a group it made itself must not nest deeper */
-	if (strstr(own, "/sbx/"))
-		*strstr(own, "/sbx/") = '\0';
-	snprintf(parent, sizeof(parent), "%s%s/sbx", mount, own);
-	if (mkdir(parent, 0755) < 0 && errno != EEXIST)
-		return -errno;
+	snprintf(mine, sizeof(mine), "/%s/", cg_instance);
+	if ((cut = strstr(own, mine)))
+		*cut = '\0';
+	if ((size_t)snprintf(ret, retsz, "%s%s/%s", mount, own, cg_instance) >= retsz)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* mkdir <parent>/<run>; the parent may already exist, or be removed under us by an
+ * earlier launcher of this instance leaving (its exit removes the parent when empty). */
+static int make_group(const char *mount, const char *key, const char *run_id, char *ret,
+                      size_t retsz)
+{
+	char parent[PATH_MAX];
+	int r;
+	if ((r = instance_parent(mount, key, parent, sizeof(parent))) < 0)
+		return r;
 	if ((size_t)snprintf(ret, retsz, "%s/%s", parent, run_id) >= retsz)
 		return -ENAMETOOLONG;
-	if (mkdir(ret, 0755) < 0) {
-		r = -errno;
-		ret[0] = '\0';
-		return r;
+	for (int t = 0; t < CG_MKDIR_TRIES; t++) {
+		if (mkdir(parent, 0755) < 0 && errno != EEXIST)
+			break;
+		if (mkdir(ret, 0755) == 0)
+			return 0;
+		if (errno != ENOENT)
+			break;
 	}
-	return 0;
+	r = -errno;
+	ret[0] = '\0';
+	return r;
 }
 
 int cgroup_run_create(const char *run_id, uint32_t memory_mb, uint32_t pids,
@@ -301,6 +353,19 @@ int cgroup_run_nprocs(const struct cgroup_run *cg)
 	return m > d ? m : d;
 }
 
+/* the last process may take a moment to leave after SIGKILL */
+static int rmdir_retry(const char *dir)
+{
+	for (int t = 0; t < CG_RMDIR_TRIES; t++) {
+		if (rmdir(dir) == 0 || errno == ENOENT)
+			return 0;
+		if (errno != EBUSY)
+			return -errno;
+		usleep(CG_RETRY_US);
+	}
+	return -EBUSY;
+}
+
 void cgroup_run_destroy(struct cgroup_run *cg)
 {
 	char *groups[] = { cg->v2, cg->mem, cg->pids, cg->kill };
@@ -309,9 +374,97 @@ void cgroup_run_destroy(struct cgroup_run *cg)
 	for (size_t i = 0; i < 4; i++) {
 		if (!groups[i][0])
 			continue;
-		/* the last process may take a moment to leave after SIGKILL */
-		for (int t = 0; t < 100 && rmdir(groups[i]) < 0 && errno == EBUSY; t++)
-			usleep(2000);
+		rmdir_retry(groups[i]);
 		groups[i][0] = '\0';
 	}
+}
+
+/* ---- stale groups of this instance ------------------------------------------------------ */
+
+/* The hierarchies a run's groups live in, in kill order: cgroup.kill (v2, atomic, catches
+ * forks) first, then the v1 hierarchies, where the listed pids are killed until none is. */
+struct cg_hier {
+	const char *mount, *key;
+};
+
+static size_t hierarchies(struct cg_hier *ret)
+{
+	size_t n = 0;
+	if (cgroup_detect() == CG_V2) {
+		ret[n++] = (struct cg_hier){ CG_ROOT, "" };
+		return n;
+	}
+	if (is_cgroup2(CG_UNIFIED))
+		ret[n++] = (struct cg_hier){ CG_UNIFIED, "" };
+	ret[n++] = (struct cg_hier){ CG_V1_MEM, "memory" };
+	ret[n++] = (struct cg_hier){ CG_V1_PIDS, "pids" };
+	return n;
+}
+
+/* Only names this launcher makes ("run_" and lowercase alphanumerics) are ever touched. */
+static bool is_run_group(const char *name)
+{
+	if (strncmp(name, "run_", 4) != 0 || !name[4] || strlen(name) > CG_RUN_NAME_MAX)
+		return false;
+	for (const char *p = name + 4; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9')))
+			return false;
+	return true;
+}
+
+/* Empty a group whose launcher is gone (its jails may still run), then remove it. */
+static int group_reap(const char *dir)
+{
+	bool v2 = write_str(dir, "cgroup.kill", "1") == 0;
+	for (int i = 0; i < CG_RMDIR_TRIES; i++) {
+		int n = v2 ? count_procs(dir) : kill_listed(dir);
+		if (n <= 0)
+			return rmdir_retry(dir);
+		usleep(CG_RETRY_US);
+	}
+	return -EBUSY;
+}
+
+int cgroup_sweep(void)
+{
+	struct cg_hier h[3];
+	size_t nh = hierarchies(h);
+	int removed = 0, err = 0;
+
+	if (geteuid() != 0)
+		return 0; /* an unprivileged launcher never made a group */
+	for (size_t i = 0; i < nh; i++) {
+		char parent[PATH_MAX], dir[PATH_MAX + 32];
+		_cleanup_closedir_ DIR *d = NULL;
+		struct dirent *e;
+		unsigned seen = 0;
+		int r;
+		if ((r = instance_parent(h[i].mount, h[i].key, parent, sizeof(parent))) < 0)
+			return r;
+		if (!(d = opendir(parent))) {
+			if (errno != ENOENT)
+				err = -errno;
+			continue;
+		}
+		while ((e = readdir(d)) && seen++ < CG_SWEEP_MAX) {
+			if (e->d_type != DT_DIR || !is_run_group(e->d_name))
+				continue;
+			snprintf(dir, sizeof(dir), "%s/%s", parent, e->d_name);
+			if ((r = group_reap(dir)) < 0)
+				err = r;
+			else
+				removed++;
+		}
+	}
+	return err < 0 ? err : removed;
+}
+
+void cgroup_instance_release(void)
+{
+	struct cg_hier h[3];
+	size_t nh = hierarchies(h);
+	char parent[PATH_MAX];
+	for (size_t i = 0; i < nh; i++)
+		if (instance_parent(h[i].mount, h[i].key, parent, sizeof(parent)) == 0)
+			rmdir(parent); /* EBUSY: a run group is left; the next start sweeps it */
 }

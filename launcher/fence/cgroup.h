@@ -20,6 +20,25 @@ struct cgroup_run {
 	bool memory_limited, pids_limited;
 };
 
+/* The parent of this instance's run groups, below the launcher's own group in every
+ * hierarchy: CG_INSTANCE_PREFIX + 16 hex digits of a hash of the data directory's real path,
+ * so two sbxd instances on one machine never share one, and a restart on the same data
+ * directory finds the groups its predecessor left. */
+#define CG_INSTANCE_PREFIX "sbx-"
+#define CG_INSTANCE_MAX    64u
+
+/* Name the instance after its data directory (which must exist). 0 or -errno. Until this
+ * is called, cgroup_run_create() refuses (-EINVAL). */
+int cgroup_instance_set(const char *data_dir);
+const char *cgroup_instance_name(void); /* "" when not set */
+/* Start-up: every run_* group left under this instance's parent groups (by a launcher or
+ * sbxd that was SIGKILLed, or an older launcher still leaving) is emptied first
+ * (cgroup.kill, or SIGKILL to every listed pid until none is) and removed. Nothing outside
+ * the instance's own parent is touched. Returns how many groups went, or -errno. */
+int cgroup_sweep(void);
+/* Exit: remove the instance's parent groups when empty (a group still in use stays). */
+void cgroup_instance_release(void);
+
 /* What this machine offers, measured (root needed to create groups). */
 enum cg_flavour cgroup_detect(void);
 const char *cgroup_flavour_name(enum cg_flavour f); /* "v2" | "v1" | "none" */

@@ -4,15 +4,36 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "fence/cgroup.h"
 
-TestSuite(limits, .timeout = 60);
+static char instance_dir[64];
+
+static void fini(void)
+{
+	/* the groups' parents of this test's instance, and the directory naming it */
+	if (instance_dir[0] && cgroup_instance_set(instance_dir) == 0)
+		cgroup_instance_release();
+	if (instance_dir[0])
+		rmdir(instance_dir);
+}
+
+TestSuite(limits, .timeout = 60, .fini = fini);
+
+/* An instance of its own per test (the parent group is named after a data directory). */
+static void instance_tmp(char *dir, size_t dirsz)
+{
+	snprintf(dir, dirsz, "/tmp/sbx-limits.XXXXXX");
+	cr_assert(mkdtemp(dir), "mkdtemp");
+	cr_assert_eq(cgroup_instance_set(dir), 0);
+}
 
 static bool usable(void)
 {
+
 	if (geteuid() != 0) {
 		printf("SKIP: cgroup tests need root\n");
 		return false;
@@ -21,6 +42,7 @@ static bool usable(void)
 		printf("SKIP: no cgroup v2 controllers and no v1 memory/pids hierarchy\n");
 		return false;
 	}
+	instance_tmp(instance_dir, sizeof(instance_dir));
 	return true;
 }
 
@@ -116,4 +138,54 @@ Test(limits, bad_run_id_refused)
 	struct cgroup_run cg;
 	cr_assert_lt(cgroup_run_create("../escape", 64, 64, &cg), 0);
 	cr_assert_lt(cgroup_run_create("a/b", 64, 64, &cg), 0);
+}
+
+static void sleeper(void)
+{
+	for (;;)
+		pause();
+}
+
+static bool gone(const struct cgroup_run *cg)
+{
+	const char *g[] = { cg->v2, cg->mem, cg->pids, cg->kill };
+	for (size_t i = 0; i < 4; i++)
+		if (g[i][0] && access(g[i], F_OK) == 0)
+			return false;
+	return true;
+}
+
+/* A launcher SIGKILLed mid-run leaves its run groups, and maybe their processes; the next
+ * launcher of the same instance kills and removes them, and touches no other instance's. */
+Test(limits, sweep_kills_and_removes_only_this_instances_groups)
+{
+	char mine[64], other[64];
+	struct cgroup_run a, b;
+	int st;
+	if (!usable())
+		cr_skip_test("no usable cgroups");
+	instance_tmp(other, sizeof(other));
+	cr_assert_eq(cgroup_run_create("run_sweepother1", 0, 16, &b), 0);
+	pid_t pb = start_in(&b, sleeper);
+	instance_tmp(mine, sizeof(mine));
+	cr_assert_eq(cgroup_run_create("run_sweepmine01", 0, 16, &a), 0);
+	pid_t pa = start_in(&a, sleeper);
+	cr_assert_str_neq(a.pids[0] ? a.pids : a.v2, b.pids[0] ? b.pids : b.v2);
+
+	int n = cgroup_sweep(); /* as a new launcher of `mine` would at start-up */
+	cr_assert_geq(n, 1, "sweep returned %d", n);
+	cr_assert_eq(waitpid(pa, &st, 0), pa);
+	cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "orphan not killed (0x%x)", st);
+	cr_expect(gone(&a), "a run group of this instance is left: %s", a.pids[0] ? a.pids : a.v2);
+	cr_expect_eq(waitpid(pb, &st, WNOHANG), 0, "the other instance's process was touched");
+	cr_expect(!gone(&b) && access(b.pids[0] ? b.pids : b.v2, F_OK) == 0,
+	          "the other instance's group was removed");
+	cgroup_instance_release();
+
+	cr_assert_eq(cgroup_instance_set(other), 0);
+	cgroup_run_destroy(&b);
+	waitpid(pb, &st, 0);
+	cgroup_instance_release();
+	rmdir(mine);
+	rmdir(other);
 }

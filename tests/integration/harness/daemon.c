@@ -145,10 +145,13 @@ static void make_root(struct sbxd *d)
 	rand_alnum(r, 8);
 	/* logdir-based names are what the runner's hook looks for; /tmp fallback is unique */
 	if (getenv("SBX_IT_LOGDIR"))
-		snprintf(d->root, sizeof(d->root), "%s/%s.%s", logdir(), suite, test);
+		snprintf(d->root, sizeof(d->root), "%s/%s.%s%s%s", logdir(), suite, test,
+			 d->tag[0] ? "." : "", d->tag);
 	else
-		snprintf(d->root, sizeof(d->root), "/tmp/sbx-it.%s.%s.%s", suite, test, r);
+		snprintf(d->root, sizeof(d->root), "/tmp/sbx-it.%s.%s.%s%s", suite, test, r, d->tag);
 }
+
+static int sbxd_spawn(struct sbxd *d);
 
 int sbxd_start(struct sbxd *d)
 {
@@ -156,6 +159,8 @@ int sbxd_start(struct sbxd *d)
 	pid_t keep_pid = -1;
 	char docker[sizeof(d->docker)], bwrap[sizeof(d->bwrap)], host[sizeof(d->listen_host)];
 	const char *extra[SBXD_EXTRA_ARGS_MAX + 1];
+	char tag[sizeof(d->tag)];
+	memcpy(tag, d->tag, sizeof(tag));
 	memcpy(docker, d->docker, sizeof(docker));
 	memcpy(bwrap, d->bwrap, sizeof(bwrap));
 	memcpy(host, d->listen_host, sizeof(host));
@@ -166,6 +171,7 @@ int sbxd_start(struct sbxd *d)
 	memcpy(d->bwrap, bwrap, sizeof(bwrap));
 	memcpy(d->listen_host, host, sizeof(host));
 	memcpy(d->extra_args, extra, sizeof(extra));
+	memcpy(d->tag, tag, sizeof(tag));
 	d->pid = keep_pid;
 	if ((r = find_bin_dir(d->bin_dir, sizeof(d->bin_dir))) < 0)
 		return r;
@@ -179,12 +185,18 @@ int sbxd_start(struct sbxd *d)
 	snprintf(d->log_path, sizeof(d->log_path), "%s/sbxd.log", d->root);
 	if (mkdir(d->data_dir, 0711) < 0)
 		return -errno;
-	if ((r = free_port(&d->port)) < 0)
-		return r;
 	char rnd[17];
 	rand_alnum(rnd, 16);
 	snprintf(d->secret, sizeof(d->secret), "s3cr3t-%s", rnd);
+	return sbxd_spawn(d);
+}
 
+/* fork+exec sbxd on d->data_dir with a fresh port, and wait for /health 200 */
+static int sbxd_spawn(struct sbxd *d)
+{
+	int r;
+	if ((r = free_port(&d->port)) < 0)
+		return r;
 	char sbxd_path[PATH_MAX], listen[96], secret_env[96];
 	snprintf(sbxd_path, sizeof(sbxd_path), "%s/sbxd", d->bin_dir);
 	if (access(sbxd_path, X_OK) < 0) {
@@ -264,6 +276,13 @@ int sbxd_start(struct sbxd *d)
 	fprintf(stderr, "harness: sbxd /health did not answer 200 within %u ms (last %d)\n",
 		SBXD_START_TIMEOUT_MS, last);
 	return -ETIMEDOUT;
+}
+
+int sbxd_restart(struct sbxd *d)
+{
+	if (d->pid > 0 || !d->data_dir[0])
+		return -EBUSY;
+	return sbxd_spawn(d);
 }
 
 void sbxd_stop(struct sbxd *d)

@@ -40,6 +40,7 @@ struct sbxd {
 	char bwrap[SBX_IT_ROOT_MAX];  /* set before sbxd_start: passed as --bwrap */
 	char listen_host[64];         /* set before sbxd_start: --listen HOST:port ("" = 127.0.0.1) */
 	const char *extra_args[SBXD_EXTRA_ARGS_MAX + 1]; /* set before sbxd_start: more options */
+	char tag[16]; /* set before sbxd_start: a second daemon in one test gets root "<..>.<tag>" */
 	int exit_status;              /* sbxd's wait status when it exited during start-up */
 };
 
@@ -95,6 +96,9 @@ int sbxd_start(struct sbxd *d);
 /* SIGTERM, wait, SIGKILL fallback (that pid only); removes the data dir, keeps the log
  * for the runner's report hook. Safe to call twice or on a daemon that never started. */
 void sbxd_stop(struct sbxd *d);
+/* Start a new sbxd on the data dir of one that is gone (killed and reaped by the caller,
+ * d->pid set to -1): the same token, a fresh port. 0 or -errno as sbxd_start. */
+int sbxd_restart(struct sbxd *d);
 void sbxd_dump_log(const struct sbxd *d);
 
 /* Criterion fixture: starts `sbx_it` (a per-test daemon) or fails the test with its log. */
@@ -153,6 +157,8 @@ int proc_count_uid(uid_t uid);
 /* Poll until proc_count_marker(marker) == 0, up to timeout_ms; returns the last count. */
 int proc_wait_marker_gone(const char *marker, unsigned timeout_ms);
 int proc_wait_uid_gone(uid_t uid, unsigned timeout_ms);
+/* The pid of a live process with `marker` in its cmdline, or -ESRCH. */
+pid_t proc_find_marker(const char *marker);
 /* The pid of a child of `ppid` whose comm is `comm`, or -ESRCH. */
 pid_t proc_child_by_comm(pid_t ppid, const char *comm);
 

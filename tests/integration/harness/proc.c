@@ -68,7 +68,8 @@ static int proc_status(const char *pid, char *ret_state, long *ret_uid)
 
 typedef bool (*proc_pred)(const char *pid, const void *arg);
 
-static int proc_count(proc_pred pred, const void *arg)
+/* How many live processes match; the first one's pid into *ret_first (may be NULL). */
+static int proc_scan(proc_pred pred, const void *arg, pid_t *ret_first)
 {
 	DIR *d = opendir("/proc");
 	if (!d)
@@ -85,11 +86,16 @@ static int proc_count(proc_pred pred, const void *arg)
 		long uid;
 		if (proc_status(e->d_name, &state, &uid) < 0 || state == 'Z' || state == 'X')
 			continue;
-		if (pred(e->d_name, arg))
-			count++;
+		if (pred(e->d_name, arg) && count++ == 0 && ret_first)
+			*ret_first = (pid_t)atoi(e->d_name);
 	}
 	closedir(d);
 	return count;
+}
+
+static int proc_count(proc_pred pred, const void *arg)
+{
+	return proc_scan(pred, arg, NULL);
 }
 
 static bool pred_marker(const char *pid, const void *arg)
@@ -114,6 +120,13 @@ static bool pred_uid(const char *pid, const void *arg)
 int proc_count_marker(const char *marker)
 {
 	return proc_count(pred_marker, marker);
+}
+
+pid_t proc_find_marker(const char *marker)
+{
+	pid_t pid = -ESRCH;
+	int n = proc_scan(pred_marker, marker, &pid);
+	return n < 0 ? n : pid;
 }
 
 int proc_count_uid(uid_t uid)
