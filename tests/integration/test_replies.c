@@ -100,6 +100,11 @@ Test(replies, a_silent_launcher_gives_a_json_error_and_slots_come_back)
 	/* and the launcher, once it answers again, serves everything; it was never restarted */
 	cr_assert(kill(launcher, SIGCONT) == 0);
 	stopped = -1;
+	{ /* the capability probe's test jail timed out while the launcher was stopped */
+		_cleanup_resp_ struct http_resp r =
+			http_req(&d, "POST", "/api/sandbox/caps/recheck", NULL, NULL);
+		assert_status(r, 200);
+	}
 	{
 		_cleanup_resp_ struct http_resp r =
 			http_req(&d, "GET", "/api/sandbox/health", NULL, NULL);
