@@ -5,8 +5,10 @@ FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_TYPE ?= RelWithDebInfo
 FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 20 # per target, in `make test` (fuzz-smoke)
+FUZZ_TARGETS ?= proto json mcp http
 
-.PHONY: all deps build run test test-unit test-asan test-e2e fuzz bench clean
+.PHONY: all deps build run test test-unit test-asan test-e2e fuzz fuzz-build fuzz-smoke fuzz-run bench clean
 
 all: build
 
@@ -23,6 +25,8 @@ run: build
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j 1
 	$(MAKE) --no-print-directory test-asan
+	@if command -v clang >/dev/null; then $(MAKE) --no-print-directory fuzz-smoke; \
+	 else echo "sbx: clang not found, fuzz-smoke skipped (scripts/deps.sh installs it)"; fi
 	tests/e2e/run.sh $(BUILD)/bin
 
 test-asan: deps
@@ -34,11 +38,32 @@ test-asan: deps
 test-e2e: build
 	tests/e2e/run.sh $(BUILD)/bin
 
-fuzz: deps
+# libFuzzer targets (tests/fuzz): each runs from its own corpus plus its seeds; fuzz_proto
+# also from the corpus gen_seeds writes from proto_msgs.h. A crash exits non-zero and
+# leaves the input in $(FUZZ_BUILD)/crash-*.
+fuzz-build: deps
 	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DSBX_FUZZ=ON >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_proto
-	mkdir -p $(FUZZ_BUILD)/corpus
-	$(FUZZ_BUILD)/bin/fuzz_proto -max_total_time=$(FUZZ_SECONDS) -max_len=70000 $(FUZZ_BUILD)/corpus tests/fuzz/seeds
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
+	@$(FUZZ_BUILD)/tests/gen_seeds $(FUZZ_BUILD)/seeds_proto
+
+fuzz: fuzz-build
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_RUN_SECONDS=$(FUZZ_SECONDS)
+
+fuzz-smoke: fuzz-build
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_RUN_SECONDS=$(FUZZ_SMOKE_SECONDS)
+
+fuzz-run:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  seeds=tests/fuzz/seeds_$$t; maxlen=8192; \
+	  if [ $$t = proto ]; then seeds="tests/fuzz/seeds $(FUZZ_BUILD)/seeds_proto"; maxlen=70000; fi; \
+	  mkdir -p $(FUZZ_BUILD)/corpus_$$t; \
+	  echo "fuzz_$$t: $(FUZZ_RUN_SECONDS) s"; \
+	  $(FUZZ_BUILD)/bin/fuzz_$$t -max_total_time=$(FUZZ_RUN_SECONDS) -max_len=$$maxlen \
+	    -print_final_stats=1 -artifact_prefix=$(FUZZ_BUILD)/crash-$$t- \
+	    $(FUZZ_BUILD)/corpus_$$t $$seeds 2>$(FUZZ_BUILD)/fuzz_$$t.log \
+	    || { tail -n 60 $(FUZZ_BUILD)/fuzz_$$t.log; echo "fuzz_$$t: FAILED"; exit 1; }; \
+	  grep -E 'DONE +cov' $(FUZZ_BUILD)/fuzz_$$t.log | tail -n 1; \
+	done
 
 bench: build
 	bench/run-latency

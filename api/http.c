@@ -24,7 +24,6 @@
 
 #define HTTP_TIMEOUT_S       3700 /* longer than the longest run deadline (one hour) */
 #define HTTP_HEADERS_MAX     8192
-#define HTTP_PATH_MAX        1024
 void http_reply(struct evhttp_request *req, int status, const char *body, size_t len)
 {
 	struct evbuffer *b = evbuffer_new();
@@ -185,16 +184,12 @@ int http_body_json(struct evhttp_request *req, yajl_val *ret, char *why, size_t 
 
 /* ---- REST ---------------------------------------------------------------------------- */
 
-/* The value of query parameter `name` (decoded by evhttp) copied into buf: 0, -ENOENT,
- * -E2BIG. */
-static int query_param(struct evhttp_request *req, const char *name, char *buf, size_t bufsz)
+int http_query_value(const char *query, const char *name, char *buf, size_t bufsz)
 {
-	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
-	const char *q = u ? evhttp_uri_get_query(u) : NULL;
 	struct evkeyvalq params;
 	const char *v;
 	int r = -ENOENT;
-	if (!q || evhttp_parse_query_str(q, &params) < 0)
+	if (!query || evhttp_parse_query_str(query, &params) < 0)
 		return -ENOENT;
 	if ((v = evhttp_find_header(&params, name)))
 		r = strlen(v) < bufsz ? 0 : -E2BIG;
@@ -202,6 +197,12 @@ static int query_param(struct evhttp_request *req, const char *name, char *buf, 
 		memcpy(buf, v, strlen(v) + 1);
 	evhttp_clear_headers(&params);
 	return r;
+}
+
+static int query_param(struct evhttp_request *req, const char *name, char *buf, size_t bufsz)
+{
+	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
+	return http_query_value(u ? evhttp_uri_get_query(u) : NULL, name, buf, bufsz);
 }
 
 static void rest_answer(struct evhttp_request *req, const char *rpc_id, int status,
@@ -280,25 +281,38 @@ static void rest_cb(struct evhttp_request *req, char *path)
 	yajl_tree_free(body);
 }
 
-static void gen_cb(struct evhttp_request *req, void *arg)
+int http_target_path(const char *uri, char **ret_path)
 {
-	const char *uri = evhttp_request_get_uri(req);
-	struct evhttp_uri *u = evhttp_uri_parse(uri);
+	struct evhttp_uri *u = uri ? evhttp_uri_parse(uri) : NULL;
 	const char *p = u ? evhttp_uri_get_path(u) : NULL;
-	char *path = NULL;
+	char *path;
 	size_t plen;
 
 	if (!p || strlen(p) > HTTP_PATH_MAX) {
 		if (u)
 			evhttp_uri_free(u);
-		http_error(req, PERR_INVALID_ARGUMENT, "bad request URI");
-		return;
+		return -EINVAL;
 	}
 	path = evhttp_uridecode(p, 0, &plen);
 	evhttp_uri_free(u);
-	if (!path || strlen(path) != plen) { /* a %00 inside */
+	if (!path)
+		return -ENOMEM;
+	if (strlen(path) != plen) { /* a %00 inside */
 		free(path);
-		http_error(req, PERR_INVALID_ARGUMENT, "bad request path");
+		return -EINVAL;
+	}
+	*ret_path = path;
+	return 0;
+}
+
+static void gen_cb(struct evhttp_request *req, void *arg)
+{
+	char *path = NULL;
+	int r = http_target_path(evhttp_request_get_uri(req), &path);
+
+	if (r < 0) {
+		http_error(req, r == -ENOMEM ? PERR_INTERNAL : PERR_INVALID_ARGUMENT,
+		           r == -ENOMEM ? "out of memory" : "bad request path");
 		return;
 	}
 	if (http_guard(req) < 0) {

@@ -12,6 +12,7 @@
 struct api;
 
 #define HTTP_WHY_MAX 256 /* a reason in an error document */
+#define HTTP_PATH_MAX 1024 /* bytes of a request's path before decoding */
 
 int http_start(struct api *A, const char *host, uint16_t port);
 void http_reply(struct evhttp_request *req, int status, const char *body, size_t len);
@@ -20,5 +21,12 @@ int http_guard(struct evhttp_request *req);
 /* The one body reader of both doors: absent = NULL; 0, -EMSGSIZE, -EINVAL or -ENOMEM with
  * why saying what is wrong. It answers nothing: each door words its own refusal. */
 int http_body_json(struct evhttp_request *req, yajl_val *ret, char *why, size_t whysz);
+
+/* The path of a request target, percent-decoded (malloc'd, the caller frees): 0, -EINVAL
+ * (not a URI, a path longer than HTTP_PATH_MAX, or a %00 inside), -ENOMEM. */
+int http_target_path(const char *uri, char **ret_path);
+/* The value of query parameter `name` in a raw query string (decoded by evhttp) copied
+ * into buf: 0, -ENOENT (no query, unparsable, or no such parameter), -E2BIG. */
+int http_query_value(const char *query, const char *name, char *buf, size_t bufsz);
 
 #endif

@@ -64,39 +64,55 @@ static void send_json(struct evhttp_request *req, int status, const char *doc)
 	http_reply(req, status, doc, strlen(doc));
 }
 
-static void rpc_result(struct evhttp_request *req, const char *id_json, const char *result)
+/* {"jsonrpc":"2.0","id":ID,"result":RESULT}, malloc'd; NULL when out of memory. */
+static char *rpc_result_doc(const char *id_json, const char *result)
 {
 	char *doc = NULL;
-	if (asprintf(&doc, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}", id_json, result) < 0) {
+	if (asprintf(&doc, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":%s}", id_json, result) < 0)
+		return NULL;
+	return doc;
+}
+
+/* {"jsonrpc":"2.0","id":ID or null,"error":{"code":C,"message":M}}, malloc'd; NULL when out
+ * of memory. */
+static char *rpc_error_doc(const char *id_json, int code, const char *msg)
+{
+	yajl_gen g = json_gen_new();
+	size_t len;
+	_cleanup_free_ char *m = NULL;
+	char *doc = NULL;
+	json_gen_str(g, msg);
+	m = json_gen_dup(g, &len);
+	yajl_gen_free(g);
+	if (!m || asprintf(&doc, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":%d,"
+	                         "\"message\":%s}}",
+	                   id_json ? id_json : "null", code, m) < 0)
+		return NULL;
+	return doc;
+}
+
+static void send_doc(struct evhttp_request *req, int status, char *doc)
+{
+	if (doc)
+		send_json(req, status, doc);
+	else
 		http_error(req, PERR_INTERNAL, "out of memory");
-		return;
-	}
-	send_json(req, 200, doc);
 	free(doc);
+}
+
+static void rpc_result(struct evhttp_request *req, const char *id_json, const char *result)
+{
+	send_doc(req, 200, rpc_result_doc(id_json, result));
 }
 
 static void rpc_error(struct evhttp_request *req, int status, const char *id_json, int code,
                       const char *msg)
 {
-	yajl_gen g = json_gen_new();
-	size_t len;
-	char *m, *doc = NULL;
-	json_gen_str(g, msg);
-	m = json_gen_dup(g, &len);
-	yajl_gen_free(g);
-	if (m && asprintf(&doc, "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":%d,\"message\":%s}}",
-	                  id_json ? id_json : "null", code, m) >= 0)
-		send_json(req, status, doc);
-	else
-		http_error(req, PERR_INTERNAL, "out of memory");
-	free(m);
-	free(doc);
+	send_doc(req, status, rpc_error_doc(id_json, code, msg));
 }
 
-/* A tool's result document: the REST body as text and as structuredContent; 4xx/5xx =
- * isError. Malloc'd, NULL when out of memory. */
-static char *tool_result_doc(const char *id_json, int status, const char *body, size_t len,
-                             size_t *ret_len)
+char *mcp_tool_result_doc(const char *id_json, int status, const char *body, size_t len,
+                          size_t *ret_len)
 {
 	yajl_gen g = json_gen_new();
 	size_t tlen;
@@ -127,7 +143,7 @@ static void tool_answer(struct evhttp_request *req, const char *id_json, int sta
                         const char *body, size_t len)
 {
 	size_t dlen = 0;
-	_cleanup_free_ char *doc = tool_result_doc(id_json, status, body, len, &dlen);
+	_cleanup_free_ char *doc = mcp_tool_result_doc(id_json, status, body, len, &dlen);
 	if (doc)
 		http_reply(req, 200, doc, dlen);
 	else
@@ -163,7 +179,7 @@ static char *tool_final_event(const char *id_json, int status, const char *body,
                               const char **ret_name, size_t *ret_len)
 {
 	*ret_name = NULL;
-	return tool_result_doc(id_json, status, body, len, ret_len);
+	return mcp_tool_result_doc(id_json, status, body, len, ret_len);
 }
 
 static const struct call_door mcp_door = { tool_answer, tool_chunk_event, tool_final_event };
@@ -244,20 +260,143 @@ static void session_end(const char *id)
 
 /* ---- methods ------------------------------------------------------------------------- */
 
-static void m_initialize(struct evhttp_request *req, const char *id_json, yajl_val params)
+static void plan_answer(struct mcp_plan *p, int status, char *doc)
 {
-	const char *want = NULL, *ver = MCP_LATEST;
-	char sid[MCP_SESSION_HEX + 1], *result = NULL;
-	int r;
+	p->act = MCP_ANSWER;
+	p->status = status;
+	p->doc = doc;
+}
+
+static void plan_error(struct mcp_plan *p, int status, int code, const char *msg)
+{
+	plan_answer(p, status, rpc_error_doc(p->id_json, code, msg));
+}
+
+static void plan_initialize(struct mcp_plan *p, yajl_val params)
+{
+	const char *want = NULL;
 	json_get_str(params, "protocolVersion", &want);
+	p->act = MCP_INITIALIZE;
+	p->version = MCP_LATEST;
 	for (size_t i = 0; want && mcp_versions[i]; i++)
 		if (strcmp(want, mcp_versions[i]) == 0)
-			ver = mcp_versions[i];
+			p->version = mcp_versions[i];
+}
+
+/* Arguments = the REST body's fields plus one per path placeholder (sandboxId for {id});
+ * a missing one binds "", which names nothing and is answered not_found. */
+static void plan_tools_call(struct mcp_plan *p, yajl_val params)
+{
+	const char *name = NULL;
+	const struct op_param *pp[OP_PARAMS_MAX];
+	yajl_val args = json_get(params, "arguments");
+	int n;
+
+	if (json_get_str(params, "name", &name) < 0) {
+		plan_error(p, 200, -32602, "params.name: a tool name is required");
+		return;
+	}
+	if (!(p->row = op_by_tool(name))) {
+		plan_error(p, 200, -32602, "unknown tool");
+		return;
+	}
+	if (args && !YAJL_IS_OBJECT(args)) {
+		plan_error(p, 200, -32602, "params.arguments must be an object");
+		return;
+	}
+	p->args = (struct op_args){ .entrance = ENTRANCE_MCP, .body = args };
+	n = op_row_params(p->row, pp, OP_PARAMS_MAX);
+	for (int i = 0; i < n; i++) {
+		const char *v = NULL;
+		if (json_get_str(args, pp[i]->tool_arg, &v) < 0)
+			v = "";
+		op_param_set(pp[i], &p->args, v);
+	}
+	/* a progressToken (string or integer) asks for progress notifications */
+	yajl_val tok = json_get(json_get(params, "_meta"), "progressToken");
+	if (tok && (YAJL_IS_STRING(tok) || YAJL_IS_INTEGER(tok)))
+		p->tok_json = gen_value(tok); /* NULL when out of memory: no progress then */
+	p->act = MCP_TOOL_CALL;
+}
+
+void mcp_plan(yajl_val body, const char *sid, bool (*known)(const char *sid), struct mcp_plan *p)
+{
+	const char *method = NULL;
+	yajl_val idv, params;
+
+	*p = (struct mcp_plan){ 0 };
+	if (!YAJL_IS_OBJECT(body) || json_get_str(body, "method", &method) < 0) {
+		plan_error(p, 400, -32600,
+		           YAJL_IS_ARRAY(body) ? "batches are not supported" : "invalid request");
+		return;
+	}
+	idv = json_get(body, "id");
+	params = json_get(body, "params");
+	if (params && !YAJL_IS_OBJECT(params)) {
+		plan_error(p, 400, -32602, "params must be an object");
+		return;
+	}
+	if (!idv) {
+		/* a notification (or a response to us): accepted, nothing to answer */
+		if (strcmp(method, "initialize") != 0 && sid && !known(sid))
+			plan_error(p, 404, -32001, "unknown session");
+		else
+			p->act = MCP_ACCEPTED;
+		return;
+	}
+	if (!YAJL_IS_STRING(idv) && !YAJL_IS_INTEGER(idv)) {
+		plan_error(p, 400, -32600, "id must be a string or an integer");
+		return;
+	}
+	if (!(p->id_json = gen_value(idv))) {
+		plan_error(p, 500, -32603, "out of memory");
+		return;
+	}
+	if (strcmp(method, "initialize") == 0) {
+		plan_initialize(p, params);
+		return;
+	}
+	/* every request after initialize carries the session it was given */
+	if (!sid) {
+		plan_error(p, 400, -32000, "missing Mcp-Session-Id");
+		return;
+	}
+	if (!known(sid)) {
+		plan_error(p, 404, -32001, "unknown session");
+		return;
+	}
+	if (strcmp(method, "ping") == 0) {
+		plan_answer(p, 200, rpc_result_doc(p->id_json, "{}"));
+	} else if (strcmp(method, "tools/list") == 0) {
+		_cleanup_free_ char *doc = opdoc_tools_list(NULL);
+		if (doc)
+			plan_answer(p, 200, rpc_result_doc(p->id_json, doc));
+		else
+			plan_error(p, 500, -32603, "out of memory");
+	} else if (strcmp(method, "tools/call") == 0) {
+		plan_tools_call(p, params);
+	} else {
+		plan_error(p, 200, -32601, "method not found");
+	}
+}
+
+void mcp_plan_clear(struct mcp_plan *p)
+{
+	free(p->doc);
+	free(p->id_json);
+	free(p->tok_json);
+	*p = (struct mcp_plan){ 0 };
+}
+
+static void do_initialize(struct evhttp_request *req, const struct mcp_plan *p)
+{
+	char sid[MCP_SESSION_HEX + 1], *result = NULL;
+	int r;
 	if ((r = session_new(sid)) < 0) {
 		if (r == -EAGAIN)
-			rpc_error(req, 429, id_json, -32000, "sessions are being created too fast; retry");
+			rpc_error(req, 429, p->id_json, -32000, "sessions are being created too fast; retry");
 		else
-			rpc_error(req, 500, id_json, -32603, "no randomness for a session id");
+			rpc_error(req, 500, p->id_json, -32603, "no randomness for a session id");
 		return;
 	}
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Mcp-Session-Id", sid);
@@ -265,59 +404,12 @@ static void m_initialize(struct evhttp_request *req, const char *id_json, yajl_v
 	             "{\"protocolVersion\":\"%s\",\"capabilities\":{\"tools\":{\"listChanged\":false}},"
 	             "\"serverInfo\":{\"name\":\"sbx\",\"version\":\"%s\"},"
 	             "\"instructions\":\"Run code in local sandboxes: sbx_create, then sbx_run.\"}",
-	             ver, SBX_BUILD_ID) < 0) {
-		rpc_error(req, 500, id_json, -32603, "out of memory");
+	             p->version, SBX_BUILD_ID) < 0) {
+		rpc_error(req, 500, p->id_json, -32603, "out of memory");
 		return;
 	}
-	rpc_result(req, id_json, result);
+	rpc_result(req, p->id_json, result);
 	free(result);
-}
-
-static void m_tools_list(struct evhttp_request *req, const char *id_json)
-{
-	_cleanup_free_ char *doc = opdoc_tools_list(NULL);
-	if (doc)
-		rpc_result(req, id_json, doc);
-	else
-		rpc_error(req, 500, id_json, -32603, "out of memory");
-}
-
-/* Arguments = the REST body's fields plus one per path placeholder (sandboxId for {id});
- * a missing one binds "", which names nothing and is answered not_found. */
-static void m_tools_call(struct evhttp_request *req, const char *id_json, yajl_val params)
-{
-	const char *name = NULL;
-	const struct op_row *row;
-	const struct op_param *pp[OP_PARAMS_MAX];
-	yajl_val args = json_get(params, "arguments");
-	struct op_args a = { .entrance = ENTRANCE_MCP };
-	int n;
-
-	if (json_get_str(params, "name", &name) < 0) {
-		rpc_error(req, 200, id_json, -32602, "params.name: a tool name is required");
-		return;
-	}
-	if (!(row = op_by_tool(name))) {
-		rpc_error(req, 200, id_json, -32602, "unknown tool");
-		return;
-	}
-	if (args && !YAJL_IS_OBJECT(args)) {
-		rpc_error(req, 200, id_json, -32602, "params.arguments must be an object");
-		return;
-	}
-	n = op_row_params(row, pp, OP_PARAMS_MAX);
-	for (int i = 0; i < n; i++) {
-		const char *v = NULL;
-		if (json_get_str(args, pp[i]->tool_arg, &v) < 0)
-			v = "";
-		op_param_set(pp[i], &a, v);
-	}
-	a.body = args;
-	/* a progressToken (string or integer) asks for progress notifications */
-	yajl_val tok = json_get(json_get(params, "_meta"), "progressToken");
-	_cleanup_free_ char *tok_json =
-	        tok && (YAJL_IS_STRING(tok) || YAJL_IS_INTEGER(tok)) ? gen_value(tok) : NULL;
-	call_start(req, row, &a, &mcp_door, id_json, tok_json);
 }
 
 void mcp_handle(struct evhttp_request *req)
@@ -325,9 +417,9 @@ void mcp_handle(struct evhttp_request *req)
 	enum evhttp_cmd_type m = evhttp_request_get_command(req);
 	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
 	const char *sid = evhttp_find_header(in, "Mcp-Session-Id");
-	const char *method = NULL;
-	yajl_val body = NULL, idv, params;
-	char *id_json = NULL, why[HTTP_WHY_MAX];
+	yajl_val body = NULL;
+	struct mcp_plan p;
+	char why[HTTP_WHY_MAX];
 	int r;
 
 	if (m == EVHTTP_REQ_DELETE) {
@@ -356,56 +448,22 @@ void mcp_handle(struct evhttp_request *req)
 			rpc_error(req, r == -EMSGSIZE ? 413 : 400, NULL, -32700, why);
 		return;
 	}
-	if (!YAJL_IS_OBJECT(body) || json_get_str(body, "method", &method) < 0) {
-		rpc_error(req, 400, NULL, -32600,
-		          YAJL_IS_ARRAY(body) ? "batches are not supported" : "invalid request");
-		goto out;
-	}
-	idv = json_get(body, "id");
-	params = json_get(body, "params");
-	if (params && !YAJL_IS_OBJECT(params)) {
-		rpc_error(req, 400, NULL, -32602, "params must be an object");
-		goto out;
-	}
-	if (!idv) {
-		/* a notification (or a response to us): accepted, nothing to answer */
-		if (strcmp(method, "initialize") != 0 && sid && !session_known(sid)) {
-			rpc_error(req, 404, NULL, -32001, "unknown session");
-			goto out;
-		}
+	mcp_plan(body, sid, session_known, &p);
+	switch (p.act) {
+	case MCP_ANSWER:
+		send_doc(req, p.status, p.doc);
+		p.doc = NULL;
+		break;
+	case MCP_ACCEPTED:
 		evhttp_send_reply(req, 202, "Accepted", NULL);
-		goto out;
+		break;
+	case MCP_INITIALIZE:
+		do_initialize(req, &p);
+		break;
+	case MCP_TOOL_CALL:
+		call_start(req, p.row, &p.args, &mcp_door, p.id_json, p.tok_json);
+		break;
 	}
-	if (!YAJL_IS_STRING(idv) && !YAJL_IS_INTEGER(idv)) {
-		rpc_error(req, 400, NULL, -32600, "id must be a string or an integer");
-		goto out;
-	}
-	if (!(id_json = gen_value(idv))) {
-		rpc_error(req, 500, NULL, -32603, "out of memory");
-		goto out;
-	}
-	if (strcmp(method, "initialize") == 0) {
-		m_initialize(req, id_json, params);
-		goto out;
-	}
-	/* every request after initialize carries the session it was given */
-	if (!sid) {
-		rpc_error(req, 400, id_json, -32000, "missing Mcp-Session-Id");
-		goto out;
-	}
-	if (!session_known(sid)) {
-		rpc_error(req, 404, id_json, -32001, "unknown session");
-		goto out;
-	}
-	if (strcmp(method, "ping") == 0)
-		rpc_result(req, id_json, "{}");
-	else if (strcmp(method, "tools/list") == 0)
-		m_tools_list(req, id_json);
-	else if (strcmp(method, "tools/call") == 0)
-		m_tools_call(req, id_json, params);
-	else
-		rpc_error(req, 200, id_json, -32601, "method not found");
-out:
-	free(id_json);
+	mcp_plan_clear(&p);
 	yajl_tree_free(body);
 }

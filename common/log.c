@@ -30,6 +30,7 @@ int log_parse_level(const char *s, enum log_level *ret)
 	return -EINVAL;
 }
 
+__attribute__((format(printf, 3, 0)))
 static void log_vemit(enum log_level lvl, int err, const char *fmt, va_list ap)
 {
 	static const char *const tags[] = { "error", "warn", "info", "debug" };
