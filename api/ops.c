@@ -666,6 +666,11 @@ void op_start(const struct op_row *row, const struct op_args *a, op_done_fn done
 		return;
 	if (r == -E2BIG)
 		op_fail(o, PERR_PAYLOAD_TOO_LARGE, why[0] ? why : "too large");
+	else if (r == -EMSGSIZE) { /* each field within its limit, all together over one packet */
+		snprintf(why, sizeof(why), "the request does not fit one launcher message (%u bytes)",
+		         PROTO_MSG_MAX);
+		op_fail(o, PERR_PAYLOAD_TOO_LARGE, why);
+	}
 	else if (r == -EINVAL)
 		op_fail(o, PERR_INVALID_ARGUMENT, why[0] ? why : "invalid request");
 	else if (r == -EBUSY)

@@ -136,3 +136,34 @@ Test(badinput, oversized_body_and_garbage_request)
 		  g.status);
 	expect_alive();
 }
+
+/* Settings each within its own limit (32 env values of 4000 bytes) but together larger
+ * than one wire message (PROTO_MSG_MAX): the client sent too much, so 413, not a 500
+ * "Message too long" from the encoder. Found writing fuzz_json's encode invariant. */
+Test(badinput, settings_larger_than_one_message)
+{
+	const int n = 32;
+	const size_t vlen = 4000;
+	_cleanup_free_ char *body = malloc((size_t)n * (vlen + 16) + 64);
+	size_t used;
+	cr_assert(body);
+	used = (size_t)sprintf(body, "{\"name\":\"big\",\"env\":{");
+	for (int i = 0; i < n; i++) {
+		used += (size_t)sprintf(body + used, "%s\"K%d\":\"", i ? "," : "", i);
+		memset(body + used, 'v', vlen);
+		used += vlen;
+		body[used++] = '"';
+	}
+	strcpy(body + used, "}}");
+	/* the same settings without the name, as a PATCH body */
+	_cleanup_free_ char *patch = NULL;
+	cr_assert(asprintf(&patch, "{%s", body + strlen("{\"name\":\"big\",")) > 0);
+	size_t before = sandbox_count();
+	_cleanup_resp_ struct http_resp c = http_req(&sbx_it, "POST", SANDBOXES, body, NULL);
+	expect_error(&c, 413, "payload_too_large", "POST with settings over one message");
+	_cleanup_resp_ struct http_resp u =
+		http_req(&sbx_it, "PATCH", SANDBOXES "/sbx_nosuch", patch, NULL);
+	expect_error(&u, 413, "payload_too_large", "PATCH with settings over one message");
+	cr_expect_eq(sandbox_count(), before);
+	expect_alive();
+}
