@@ -8,5 +8,6 @@
 /* fuzz_proto's input: one flag byte (bit 0: an fd arrived with the packet), then the
  * whole packet, header included, as proto_recv_packet returns it. */
 #define FUZZ_FLAG_FD 0x1u
+#define FUZZ_LOG_LINE 1024 /* fuzz_proto's full-size log line buffer */
 
 #endif
