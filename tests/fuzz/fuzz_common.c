@@ -56,6 +56,15 @@ yajl_val fuzz_check_doc(const char *doc, size_t len)
 	return v;
 }
 
+void fuzz_check_json(const char *doc, size_t len)
+{
+	char err[256];
+	yajl_val v;
+	FUZZ_CHECK(doc && strlen(doc) == len); /* NUL travels escaped */
+	FUZZ_CHECK(v = yajl_tree_parse(doc, err, sizeof(err)));
+	yajl_tree_free(v);
+}
+
 char *fuzz_check_roundtrip(yajl_val v, size_t *ret_len)
 {
 	size_t len1, len2;

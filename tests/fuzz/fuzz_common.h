@@ -17,7 +17,11 @@ char *fuzz_print(yajl_val v, size_t *ret_len);
 /* Checks the round trip of a document json_parse accepted: its print parses again and
  * prints to the same bytes. Returns the reparsed tree's print (malloc'd). */
 char *fuzz_check_roundtrip(yajl_val v, size_t *ret_len);
-/* A document sbx sends must be valid JSON by sbx's own strict parser; returns the tree. */
+/* A document built only from what sbx's strict parser accepted (errors, JSON-RPC answers)
+ * must pass that parser again; returns the tree. */
 yajl_val fuzz_check_doc(const char *doc, size_t len);
+/* A document that may carry a program's bytes (run output: \u0000 is valid JSON there, but
+ * json_parse refuses it in requests) must be RFC 8259 JSON with valid UTF-8. */
+void fuzz_check_json(const char *doc, size_t len);
 
 #endif
