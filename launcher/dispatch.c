@@ -12,6 +12,7 @@
 
 #include "caps.h"
 #include "cleanup.h"
+#include "fence/stage.h"
 #include "log.h"
 #include "proto_chan.h"
 #include "registry.h"
@@ -448,7 +449,7 @@ static void h_mount_add(struct proto_chan *ch, const struct proto_hdr *h, void *
 {
 	struct msg_MOUNT_ADD *in = m;
 	_cleanup_free_ char *canon = NULL;
-	char reason[SANDBOX_REASON_MAX];
+	char reason[SANDBOX_REASON_MAX], note[STAGE_NOTE_MAX];
 	struct sandbox s;
 	int r;
 
@@ -471,7 +472,13 @@ static void h_mount_add(struct proto_chan *ch, const struct proto_hdr *h, void *
 		sandbox_clear(&s);
 		return;
 	}
-	send_sbx_rep(ch, h->id, &s, NULL);
+	/* measured now, on the real source: a filesystem that cannot be idmapped is said
+	 * here, not discovered in a run (the runs say it again) */
+	note[0] = '\0';
+	if (dispatch_L->root && s.backend != BACKEND_DOCKER &&
+	    (r = stage_probe(canon, in->read_only, s.jail_uid, note, sizeof(note))) < 0)
+		snprintf(note, sizeof(note), "the mount could not be tried now: %s", strerror(-r));
+	send_sbx_rep(ch, h->id, &s, note);
 	sandbox_clear(&s);
 }
 

@@ -464,6 +464,8 @@ static _Noreturn void child_main(const struct backend_ops *ops, struct backend_c
 	/* wait until the parent has put us in our cgroups and registered our group */
 	if (read(f->sync, &ch, 1) != 1)
 		_exit(125);
+	if (ops->child_root)
+		ops->child_root(c);
 	if (dup2(f->in, 0) < 0 || dup2(f->out, 1) < 0 || dup2(f->err, 2) < 0)
 		_exit(125);
 	if (f->info >= 0 && dup2(f->info, BACKEND_CHILD_FD_INFO) < 0)
@@ -609,7 +611,10 @@ static int run_spawn(struct run *r, const struct run_request *req)
 	if ((e = stream_open(r, &r->out, RUN_STDOUT, steal_fd(&out_r))) < 0 ||
 	    (e = stream_open(r, &r->err, RUN_STDERR, steal_fd(&err_r))) < 0)
 		goto out;
-	if ((e = r->ops->prepare(L, &r->sb, &fences, &sp)) < 0)
+	e = r->ops->prepare(L, &r->sb, &fences, &sp);
+	if (sp.note)
+		append_note(r, sp.note);
+	if (e < 0)
 		goto out;
 	limits_apply(r, &sp);
 	if (L->root && r->sb.jail_uid < SBX_JAIL_UID_BASE) {
