@@ -17,6 +17,7 @@
 #define RUNNER_INFO_MAX      1024u /* bwrap --info-fd JSON */
 #define RUNNER_READ_CHUNK    16384u /* one read() of an output pipe */
 #define RUNNER_READS_PER_EV  16u    /* reads per wake-up, so one run cannot starve others */
+#define RUNNER_FAIL_MSG_MAX  512u   /* "starting the run failed: ..." with the backend's why */
 
 enum run_state {
 	RS_SPAWNING, /* forked, registered, not yet released to exec */

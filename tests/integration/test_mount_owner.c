@@ -205,3 +205,23 @@ Test(mount_owner, a_filesystem_without_idmapping_is_named_in_the_notes)
 	cr_expect(js_str(r.json, "note") && strstr(js_str(r.json, "note"), "cannot be idmapped"),
 	          "the run's note is silent about the missing idmapping: %s", r.body);
 }
+
+/* The source was canonical when it was added; a symlink put in its place afterwards is
+ * not followed at run time (bwrap would have bound wherever it points). */
+Test(mount_owner, a_source_swapped_for_a_symlink_after_add_is_refused)
+{
+	char id[128], src[256], moved[256], pub[256];
+	snprintf(src, sizeof(src), "%s/swap", top);
+	snprintf(moved, sizeof(moved), "%s/swap.old", top);
+	snprintf(pub, sizeof(pub), "%s/pub", top);
+	cr_assert(mkdir(src, 0755) == 0);
+	sbx_create(&sbx_it, "{\"name\":\"swap\"}", id, sizeof(id));
+	_cleanup_resp_ struct http_resp m = add_mount(id, src, "s", true);
+	assert_status(m, 201);
+	cr_assert(rename(src, moved) == 0 && symlink(pub, src) == 0);
+	_cleanup_resp_ struct http_resp r = run_sh(id, "cat s/r.txt; echo end");
+	cr_expect(!strstr(r.body ? r.body : "", "root-public"),
+	          "the run followed a symlink swapped in after the check: %s", r.body);
+	cr_expect(r.status != 200 && strstr(r.body ? r.body : "", "no longer the path"),
+	          "the refusal does not say why: %d %s", r.status, r.body);
+}
