@@ -20,10 +20,18 @@
 #include "cleanup.h"
 #include "fence/mounts.h"
 
-/* clone3's argument, version 0 (linux/sched.h clashes with glibc's sched.h) */
-struct stage_clone_args {
-	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
-};
+#define STAGE_HELPER_STACK (16u * 1024u) /* the namespace holder only calls read and _exit */
+
+/* The holder: it shares the launcher's memory (CLONE_VM, nothing copied) and touches none
+ * of it besides its own stack; it waits for the launcher to close the pipe. */
+static int userns_holder(void *arg)
+{
+	const int *hold = arg; /* its own copy of both ends: close the write end first */
+	char c;
+	close(hold[1]);
+	(void)!read(hold[0], &c, 1);
+	_exit(0);
+}
 
 static int write_map(pid_t pid, const char *file, unsigned inside, unsigned outside)
 {
@@ -45,24 +53,22 @@ static int write_map(pid_t pid, const char *file, unsigned inside, unsigned outs
  * written and the fd is opened, then exits. */
 static int userns_open(uid_t uid, gid_t gid, uid_t jail, int *ret)
 {
-	struct stage_clone_args ca = { .flags = CLONE_NEWUSER, .exit_signal = SIGCHLD };
-	_cleanup_close_ int hold_r = -1, hold_w = -1;
+	_cleanup_free_ char *stack = NULL;
 	char path[64];
-	int p[2], r = 0, fd = -1;
+	int hold[2], r = 0, fd = -1;
 	pid_t pid;
 
-	if (pipe2(p, O_CLOEXEC) < 0)
+	if (!(stack = malloc(STAGE_HELPER_STACK)))
+		return -ENOMEM;
+	if (pipe2(hold, O_CLOEXEC) < 0)
 		return -errno;
-	hold_r = p[0];
-	hold_w = p[1];
-	pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		char c;
-		close(hold_w);
-		(void)!read(hold_r, &c, 1); /* until the launcher closes its end */
-		_exit(0);
+	pid = clone(userns_holder, stack + STAGE_HELPER_STACK, CLONE_VM | CLONE_NEWUSER | SIGCHLD,
+	            hold);
+	r = pid < 0 ? -errno : 0;
+	close(hold[0]);
+	if (r < 0) {
+		close(hold[1]);
+		return r;
 	}
 	if ((r = write_map(pid, "uid_map", uid, jail)) == 0 &&
 	    (r = write_map(pid, "gid_map", gid, jail)) == 0) {
@@ -70,8 +76,8 @@ static int userns_open(uid_t uid, gid_t gid, uid_t jail, int *ret)
 		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 			r = -errno;
 	}
-	close(hold_w);
-	hold_w = -1;
+	close(hold[1]);
+	/* reaped before its stack is freed */
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	if (r < 0)
