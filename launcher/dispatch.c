@@ -204,6 +204,16 @@ static void h_policy_set(struct proto_chan *ch, const struct proto_hdr *h, void 
 
 /* ---- sandboxes --------------------------------------------------------------------- */
 
+/* A reply to a request that set mounts: what cannot be idmapped is measured now, on the
+ * real sources, and said here, not discovered in a run (the runs say it again). */
+static void send_sbx_rep_mounts(struct proto_chan *ch, uint32_t id, const struct sandbox *s)
+{
+	char note[STAGE_NOTE_MAX] = "";
+	if (dispatch_L->root && s->backend != BACKEND_DOCKER)
+		stage_probe(s, s->jail_uid, note, sizeof(note));
+	send_sbx_rep(ch, id, s, note);
+}
+
 static void h_sbx_create(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
 {
 	struct msg_SBX_CREATE *in = m;
@@ -237,7 +247,7 @@ static void h_sbx_create(struct proto_chan *ch, const struct proto_hdr *h, void 
 		return;
 	}
 	log_info("sandbox %s created (name \"%s\", jail uid %u)", s.id, s.name, s.jail_uid);
-	send_sbx_rep(ch, h->id, &s, NULL);
+	send_sbx_rep_mounts(ch, h->id, &s);
 	sandbox_clear(&s);
 }
 
@@ -397,7 +407,7 @@ static void h_sbx_update(struct proto_chan *ch, const struct proto_hdr *h, void 
 		sandbox_clear(&s);
 		return;
 	}
-	send_sbx_rep(ch, h->id, &s, NULL);
+	send_sbx_rep_mounts(ch, h->id, &s);
 	sandbox_clear(&s);
 }
 
@@ -449,7 +459,7 @@ static void h_mount_add(struct proto_chan *ch, const struct proto_hdr *h, void *
 {
 	struct msg_MOUNT_ADD *in = m;
 	_cleanup_free_ char *canon = NULL;
-	char reason[SANDBOX_REASON_MAX], note[STAGE_NOTE_MAX];
+	char reason[SANDBOX_REASON_MAX];
 	struct sandbox s;
 	int r;
 
@@ -472,13 +482,7 @@ static void h_mount_add(struct proto_chan *ch, const struct proto_hdr *h, void *
 		sandbox_clear(&s);
 		return;
 	}
-	/* measured now, on the real source: a filesystem that cannot be idmapped is said
-	 * here, not discovered in a run (the runs say it again) */
-	note[0] = '\0';
-	if (dispatch_L->root && s.backend != BACKEND_DOCKER &&
-	    (r = stage_probe(canon, in->read_only, s.jail_uid, note, sizeof(note))) < 0)
-		snprintf(note, sizeof(note), "the mount could not be tried now: %s", strerror(-r));
-	send_sbx_rep(ch, h->id, &s, note);
+	send_sbx_rep_mounts(ch, h->id, &s);
 	sandbox_clear(&s);
 }
 

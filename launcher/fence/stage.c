@@ -252,18 +252,25 @@ void stage_plan_clear(struct stage_plan *p)
 	*p = (struct stage_plan){ 0 };
 }
 
-int stage_probe(const char *canon, bool read_only, uid_t jail_uid, char *note, size_t notesz)
+void stage_probe(const struct sandbox *s, uid_t jail_uid, char *note, size_t notesz)
 {
-	struct stage_item it = { .tree = -1 };
+	uint32_t nm = s->mount_sources.n < s->mount_targets.n ? s->mount_sources.n : s->mount_targets.n;
+	uint32_t nr = s->fs_mode == FS_ALLOWLIST ? s->read_paths.n : 0;
 	struct stage_plan p = { 0 };
-	const char *why = NULL;
-	int r = item_open(&p, "the mount", canon, read_only, jail_uid, &it, &why);
-	if (r == 0)
-		snprintf(note, notesz, "%s", p.note);
-	if (it.tree >= 0)
-		close(it.tree);
+	char label[32];
+
+	for (uint32_t i = 0; i < nm + nr; i++) {
+		struct stage_item it = { .tree = -1 };
+		const char *why = NULL, *path = i < nm ? s->mount_sources.v[i] : s->read_paths.v[i - nm];
+		_cleanup_free_ char *canon = realpath(path, NULL);
+		bool ro = i >= nm || (i < s->mount_ro.n && s->mount_ro.v[i]);
+		snprintf(label, sizeof(label), i < nm ? "mounts[%u]" : "readPaths[%u]", i < nm ? i : i - nm);
+		/* what the run will do; a source that cannot be opened now is the run's to report */
+		if (canon && item_open(&p, label, canon, ro, jail_uid, &it, &why) == 0 && it.tree >= 0)
+			close(it.tree);
+	}
+	snprintf(note, notesz, "%s", p.note);
 	stage_plan_clear(&p);
-	return r;
 }
 
 int stage_attach(const struct stage_plan *p)

@@ -55,9 +55,10 @@ int stage_plan_build(const struct sandbox *s, uid_t jail_uid, const char *home,
                      const char *data_dir, struct stage_plan *ret, const char **ret_reason);
 void stage_plan_clear(struct stage_plan *p);
 
-/* The note a mount of canon would carry at run time ("" when it is idmapped or needs no
- * idmapping), measured now with a real clone: for the reply of POST /mounts. */
-int stage_probe(const char *canon, bool read_only, uid_t jail_uid, char *note, size_t notesz);
+/* The note the runs of s will carry about idmapping ("" when every mount and readPath
+ * can be idmapped or needs no idmapping), measured now with real clones: for the replies
+ * that set mounts (create, update, POST /mounts). */
+void stage_probe(const struct sandbox *s, uid_t jail_uid, char *note, size_t notesz);
 
 /* In the run's child, root, before it drops: a private mount namespace, the staging
  * tmpfs on STAGE_ROOT and every clone attached at its point. 0 or -errno. */

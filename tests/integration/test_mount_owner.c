@@ -204,6 +204,15 @@ Test(mount_owner, a_filesystem_without_idmapping_is_named_in_the_notes)
 	cr_expect(strstr(out_of(&r), "wrote"), "the plain bind of a 0777 dir failed: %s", r.body);
 	cr_expect(js_str(r.json, "note") && strstr(js_str(r.json, "note"), "cannot be idmapped"),
 	          "the run's note is silent about the missing idmapping: %s", r.body);
+	/* a mount in the create body: the create's reply says it too */
+	char json[512];
+	snprintf(json, sizeof(json),
+	         "{\"name\":\"ramfs2\",\"mounts\":[{\"source\":\"%s\",\"target\":\"ram\"}]}", p);
+	_cleanup_resp_ struct http_resp c =
+		http_req(&sbx_it, "POST", "/api/sandbox/sandboxes", json, NULL);
+	assert_status(c, 201);
+	cr_expect(js_str(c.json, "note") && strstr(js_str(c.json, "note"), "cannot be idmapped"),
+	          "the create's reply is silent about the missing idmapping: %s", c.body);
 }
 
 /* The source was canonical when it was added; a symlink put in its place afterwards is
