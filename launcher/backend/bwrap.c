@@ -113,10 +113,13 @@ static int bwrap_profile(struct launcher *L, const struct sandbox *s, struct msg
 		off += (size_t)snprintf(note + off, sizeof(note) - off, "%s%s", i ? " " : "",
 		                        jail_seccomp_denied[i]);
 	snprintf(note + off, sizeof(note) - off,
-	         "%s); limits: %s; timeout %u ms; output %llu bytes per stream",
+	         "%s); limits: %s; timeout %u ms; output %llu bytes per stream%s",
 	         sandbox_denies_inet(s) ? "; AF_INET/AF_INET6/AF_PACKET sockets" : "",
 	         L->root ? "per-run cgroups (memory, pids) and rlimits" : "rlimits only",
-	         s->timeout_ms, (unsigned long long)s->output_bytes);
+	         s->timeout_ms, (unsigned long long)s->output_bytes,
+	         L->root ? "; mount sources and readPaths are staged per run (idmapped to the jail "
+	                   "uid when a non-root user owns them) and bound from " STAGE_ROOT
+	                 : "");
 	ret->kind = strdup("bwrap");
 	ret->note = strdup(note);
 	if (s->network)
