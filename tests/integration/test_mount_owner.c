@@ -234,3 +234,21 @@ Test(mount_owner, a_source_swapped_for_a_symlink_after_add_is_refused)
 	cr_expect(r.status != 200 && strstr(r.body ? r.body : "", "no longer the path"),
 	          "the refusal does not say why: %d %s", r.status, r.body);
 }
+
+/* A single file is staged on a file mount point, idmapped like a directory. */
+Test(mount_owner, a_single_user_file_is_mounted_and_writable)
+{
+	char id[128], src[256], buf[64] = "";
+	snprintf(src, sizeof(src), "%s/hello.txt", project);
+	sbx_create(&sbx_it, "{\"name\":\"file\"}", id, sizeof(id));
+	_cleanup_resp_ struct http_resp m = add_mount(id, src, "h.txt", false);
+	assert_status(m, 201);
+	_cleanup_resp_ struct http_resp r = run_sh(id, "cat h.txt && echo appended >> h.txt && echo ok");
+	assert_status(r, 200);
+	cr_expect(strstr(out_of(&r), "owner-content") && strstr(out_of(&r), "ok"), "%s", r.body);
+	int fd = open(src, O_RDONLY | O_CLOEXEC);
+	cr_assert(fd >= 0);
+	cr_expect(read(fd, buf, sizeof(buf) - 1) > 0);
+	close(fd);
+	cr_expect(strstr(buf, "appended"), "the write did not reach the host file: %s", buf);
+}
