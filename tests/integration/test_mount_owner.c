@@ -125,7 +125,9 @@ Test(mount_owner, read_write_mount_added_later_writes_files_owned_by_the_project
 {
 	char id[128], p[256];
 	struct stat st;
-	sbx_create(&sbx_it, "{\"name\":\"rw\"}", id, sizeof(id));
+	/* open mode: the jail's / is the run child's namespace, staging tmpfs included, and
+	 * bwrap's own /dev must still cover it */
+	sbx_create(&sbx_it, "{\"name\":\"rw\",\"fsMode\":\"open\"}", id, sizeof(id));
 	/* a run before the mount exists, then the mount: it takes effect on the next run */
 	_cleanup_resp_ struct http_resp r0 = run_sh(id, "ls proj 2>/dev/null || echo none");
 	assert_status(r0, 200);
@@ -135,9 +137,12 @@ Test(mount_owner, read_write_mount_added_later_writes_files_owned_by_the_project
 	cr_expect(!js_str(m.json, "note") || !strstr(js_str(m.json, "note"), "idmapped"),
 	          "ext4 can be idmapped, yet the reply says otherwise: %s", m.body);
 	_cleanup_resp_ struct http_resp r =
-		run_sh(id, "echo from-jail > proj/made.txt && mkdir proj/sub && echo wrote; id -u");
+		run_sh(id, "echo from-jail > proj/made.txt && mkdir proj/sub && echo wrote;"
+		           " test -e /dev/shm/m0 && echo STAGE-VISIBLE; id -u");
 	assert_status(r, 200);
 	cr_expect(strstr(out_of(&r), "wrote"), "the jail could not write the project: %s", r.body);
+	cr_expect(!strstr(out_of(&r), "STAGE-VISIBLE"), "the staging points show in the jail: %s",
+	          r.body);
 	snprintf(p, sizeof(p), "%s/made.txt", project);
 	cr_assert(lstat(p, &st) == 0, "no file on the host: %s", r.body);
 	cr_expect(st.st_uid == OWNER_UID && st.st_gid == OWNER_GID,
