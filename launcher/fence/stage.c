@@ -163,8 +163,12 @@ static int item_open(struct stage_plan *p, const char *label, const char *canon,
 	}
 	if ((tree = open_tree(fd, "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)) < 0)
 		return -errno;
-	if ((r = owner_userns(p, st.st_uid, st.st_gid, jail, &userns)) < 0)
+	if ((r = owner_userns(p, st.st_uid, st.st_gid, jail, &userns)) < 0) {
+		if (r == -E2BIG)
+			*ret_reason = "the mounts and readPaths of one run have more distinct owners "
+			              "than STAGE_USERNS_MAX";
 		return r;
+	}
 	r = set_attr(tree, MOUNT_ATTR_IDMAP | (ro ? MOUNT_ATTR_RDONLY : 0), userns, false);
 	if (r == -EINVAL || r == -EOPNOTSUPP || r == -ENOSYS || r == -EPERM) {
 		note_add(p, label, canon, -r, jail);

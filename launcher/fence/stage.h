@@ -21,7 +21,7 @@
 #define STAGE_ROOT        "/dev/shm"
 #define STAGE_TMPFS_OPTS  "mode=0711,size=64k,nr_inodes=1024"
 #define STAGE_POINT_MAX   32u  /* "/dev/shm/m31" */
-#define STAGE_USERNS_MAX  8u   /* distinct owners per run with a user namespace each */
+#define STAGE_USERNS_MAX  32u  /* distinct owners per run, a user namespace each */
 #define STAGE_NOTE_MAX    1024u
 
 struct stage_item {
