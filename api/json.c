@@ -863,6 +863,8 @@ void json_gen_sbx_mounts(yajl_gen g, const struct msg_SBX_REP *s)
 	json_gen_kstr(g, "sandboxId", s->id);
 	json_gen_key(g, "mounts");
 	gen_mounts(g, &s->mounts);
+	if (s->note && *s->note)
+		json_gen_kstr(g, "note", s->note);
 	yajl_gen_map_close(g);
 }
 

@@ -56,7 +56,7 @@
 	"},\"required\":[\"runs\"]}"
 #define SCHEMA_DELETED "{\"type\":\"object\",\"properties\":{\"id\":" S_STR ",\"deleted\":" S_BOOL "}}"
 #define SCHEMA_MOUNTS                                                                                 \
-	"{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR ",\"mounts\":{\"type\":\"array\"}}," \
+	"{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR ",\"mounts\":{\"type\":\"array\"},\"note\":" S_STR "}," \
 	"\"required\":[\"mounts\"]}"
 #define SCHEMA_PROFILE                                                                                \
 	"{\"type\":\"object\",\"properties\":{\"kind\":" S_STR ",\"argv\":{\"type\":\"array\",\"items\":" \

@@ -12,6 +12,7 @@
 
 #include "caps.h"
 #include "cleanup.h"
+#include "fence/stage.h"
 #include "log.h"
 #include "proto_chan.h"
 #include "registry.h"
@@ -203,6 +204,16 @@ static void h_policy_set(struct proto_chan *ch, const struct proto_hdr *h, void 
 
 /* ---- sandboxes --------------------------------------------------------------------- */
 
+/* A reply to a request that set mounts: what cannot be idmapped is measured now, on the
+ * real sources, and said here, not discovered in a run (the runs say it again). */
+static void send_sbx_rep_mounts(struct proto_chan *ch, uint32_t id, const struct sandbox *s)
+{
+	char note[STAGE_NOTE_MAX] = "";
+	if (dispatch_L->root && s->backend != BACKEND_DOCKER)
+		stage_probe(s, s->jail_uid, note, sizeof(note));
+	send_sbx_rep(ch, id, s, note);
+}
+
 static void h_sbx_create(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
 {
 	struct msg_SBX_CREATE *in = m;
@@ -236,7 +247,7 @@ static void h_sbx_create(struct proto_chan *ch, const struct proto_hdr *h, void 
 		return;
 	}
 	log_info("sandbox %s created (name \"%s\", jail uid %u)", s.id, s.name, s.jail_uid);
-	send_sbx_rep(ch, h->id, &s, NULL);
+	send_sbx_rep_mounts(ch, h->id, &s);
 	sandbox_clear(&s);
 }
 
@@ -412,7 +423,7 @@ static void h_sbx_update(struct proto_chan *ch, const struct proto_hdr *h, void 
 		sandbox_clear(&s);
 		return;
 	}
-	send_sbx_rep(ch, h->id, &s, NULL);
+	send_sbx_rep_mounts(ch, h->id, &s);
 	sandbox_clear(&s);
 }
 
@@ -487,7 +498,7 @@ static void h_mount_add(struct proto_chan *ch, const struct proto_hdr *h, void *
 		sandbox_clear(&s);
 		return;
 	}
-	send_sbx_rep(ch, h->id, &s, NULL);
+	send_sbx_rep_mounts(ch, h->id, &s);
 	sandbox_clear(&s);
 }
 

@@ -120,6 +120,7 @@ struct run {
 	struct run_result res;
 	char *code;   /* as requested, for the record */
 	char *script; /* what sh -s reads */
+	char *fail_why; /* why prepare() refused the run, for its error */
 	size_t script_off;
 	pid_t pid;    /* the child (bwrap, docker client or sh); leads its own group */
 	int status;
@@ -186,6 +187,7 @@ static void run_free(struct run *r)
 	sandbox_clear(&r->sb);
 	free(r->code);
 	free(r->script);
+	free(r->fail_why);
 	free(r);
 }
 
@@ -464,6 +466,8 @@ static _Noreturn void child_main(const struct backend_ops *ops, struct backend_c
 	/* wait until the parent has put us in our cgroups and registered our group */
 	if (read(f->sync, &ch, 1) != 1)
 		_exit(125);
+	if (ops->child_root)
+		ops->child_root(c);
 	if (dup2(f->in, 0) < 0 || dup2(f->out, 1) < 0 || dup2(f->err, 2) < 0)
 		_exit(125);
 	if (f->info >= 0 && dup2(f->info, BACKEND_CHILD_FD_INFO) < 0)
@@ -609,8 +613,12 @@ static int run_spawn(struct run *r, const struct run_request *req)
 	if ((e = stream_open(r, &r->out, RUN_STDOUT, steal_fd(&out_r))) < 0 ||
 	    (e = stream_open(r, &r->err, RUN_STDERR, steal_fd(&err_r))) < 0)
 		goto out;
-	if ((e = r->ops->prepare(L, &r->sb, &fences, &sp)) < 0)
+	if ((e = r->ops->prepare(L, &r->sb, &fences, &sp)) < 0) {
+		r->fail_why = steal_pointer(&sp.note);
 		goto out;
+	}
+	if (sp.note)
+		append_note(r, sp.note);
 	limits_apply(r, &sp);
 	if (L->root && r->sb.jail_uid < SBX_JAIL_UID_BASE) {
 		e = -EPERM; /* a sandbox row without its own uid never runs as root */
@@ -669,7 +677,7 @@ int runner_start(struct launcher *L, const struct run_request *req, struct sandb
                  enum isolation iso, const char *note, run_done_fn done, void *arg)
 {
 	const struct backend_ops *ops = backend_for(iso);
-	char msg[128];
+	char msg[RUNNER_FAIL_MSG_MAX];
 	struct run *r;
 	int e;
 
@@ -710,7 +718,8 @@ int runner_start(struct launcher *L, const struct run_request *req, struct sandb
 	if ((e = run_spawn(r, req)) < 0) {
 		LIST_REMOVE(r, entry);
 		L->live_runs--;
-		snprintf(msg, sizeof(msg), "starting the run failed: %s", strerror(-e));
+		snprintf(msg, sizeof(msg), "starting the run failed: %s%s%s", strerror(-e),
+		         r->fail_why ? ": " : "", r->fail_why ? r->fail_why : "");
 		run_free(r);
 		/* a switch that is on while the engine is broken fails; it never runs raw */
 		done(PERR_ENGINE_UNAVAILABLE, msg, NULL, arg);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "cleanup.h"
+#include "fence/stage.h"
 #include "privdrop.h"
 #include "util.h"
 
@@ -35,6 +37,13 @@ void backend_spawn_clear(struct backend_spawn *sp)
 {
 	proto_strv_clear(&sp->argv);
 	proto_strv_clear(&sp->docker_run);
+	if (sp->stage) {
+		stage_plan_clear(sp->stage);
+		free(sp->stage);
+		sp->stage = NULL;
+	}
+	free(sp->note);
+	sp->note = NULL;
 	if (sp->seccomp_fd >= 0)
 		close(sp->seccomp_fd);
 	if (sp->info_r >= 0)

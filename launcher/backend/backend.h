@@ -12,6 +12,8 @@
 #include "launcher.h"
 #include "policy.h"
 
+struct stage_plan;
+
 /* Descriptors as the forked child sees them (bwrap --info-fd / --seccomp). */
 #define BACKEND_CHILD_FD_INFO    3
 #define BACKEND_CHILD_FD_SECCOMP 4
@@ -33,6 +35,8 @@ struct backend_spawn {
 	int info_r, info_w;           /* bwrap --info-fd pipe (we read info_r), or -1 */
 	bool engine_limits;           /* the runner's cgroups/rlimits apply (not in a container) */
 	const char *syscalls;         /* the "syscalls=" limit reported, or NULL */
+	struct stage_plan *stage;     /* bwrap as root: the staged mounts (fence/stage.h) */
+	char *note;                   /* for the run's note (what could not be idmapped) */
 	/* docker: create the container if it is missing, then exec the client */
 	struct proto_strv docker_run;
 	const char *docker;
@@ -60,6 +64,9 @@ struct backend_ops {
 	/* Build the argv and extra descriptors of one run. */
 	int (*prepare)(struct launcher *L, const struct sandbox *s, const struct backend_fences *f,
 	               struct backend_spawn *ret);
+	/* In the forked child, first, still with the launcher's privileges and descriptors
+	 * (NULL = nothing). Returns only on success (0); failures _exit. */
+	int (*child_root)(struct backend_child *c);
 	/* In the forked child. Returns only on success (0); failures _exit. */
 	int (*child_setup)(struct backend_child *c);
 	/* The interpreter each language runs with: "sh", "python3", "node" as paths or names. */

@@ -11,13 +11,49 @@
 
 #include "fence/bwrap_argv.h"
 #include "fence/jail_seccomp.h"
+#include "fence/stage.h"
 
-static int bwrap_build(struct launcher *L, const struct sandbox *s, struct proto_strv *ret)
+static int bwrap_build(struct launcher *L, const struct sandbox *s, const struct stage_plan *st,
+                       struct proto_strv *ret)
 {
 	struct bwrap_opts bo = { .bwrap = L->bwrap_path, .home = launcher_home_dir(),
 		                 .data_dir = L->data_dir, .seccomp_fd = BACKEND_CHILD_FD_SECCOMP,
-		                 .info_fd = BACKEND_CHILD_FD_INFO };
+		                 .info_fd = BACKEND_CHILD_FD_INFO,
+		                 .mount_from = st ? &st->mount_from : NULL,
+		                 .read_from = st ? &st->read_from : NULL };
 	return bwrap_argv(s, &bo, ret);
+}
+
+/* As root the jail uid cannot be trusted to reach, or to own, what is mounted: stage it
+ * (fence/stage.h). Without root the jail is the daemon's own uid and binds the paths. */
+static int bwrap_stage(struct launcher *L, const struct sandbox *s, struct backend_spawn *ret)
+{
+	const char *why = NULL;
+	int r;
+
+	if (!L->root)
+		return 0;
+	if (!(ret->stage = calloc(1, sizeof(*ret->stage))))
+		return -ENOMEM;
+	if ((r = stage_plan_build(s, s->jail_uid, launcher_home_dir(), L->data_dir, ret->stage,
+	                          &why)) < 0) {
+		if (why && asprintf(&ret->note, "a mount could not be staged: %s", why) < 0)
+			ret->note = NULL;
+		return r;
+	}
+	if (ret->stage->note[0] && !(ret->note = strdup(ret->stage->note)))
+		return -ENOMEM;
+	return 0;
+}
+
+static int bwrap_child_root(struct backend_child *c)
+{
+	int r = stage_attach(c->sp->stage);
+	if (r < 0) {
+		errno = -r;
+		backend_child_fail("staging the mounts");
+	}
+	return 0;
 }
 
 /* Fence binds go just before the "--" that ends bwrap's own options. */
@@ -51,7 +87,7 @@ static int bwrap_prepare(struct launcher *L, const struct sandbox *s, const stru
 		return -errno;
 	ret->info_r = p[0];
 	ret->info_w = p[1];
-	if ((r = bwrap_build(L, s, &ret->argv)) < 0)
+	if ((r = bwrap_stage(L, s, ret)) < 0 || (r = bwrap_build(L, s, ret->stage, &ret->argv)) < 0)
 		return r;
 	if (f->binds.n && (r = insert_binds(&ret->argv, &f->binds)) < 0)
 		return r;
@@ -67,7 +103,7 @@ static int bwrap_profile(struct launcher *L, const struct sandbox *s, struct msg
 	int e;
 
 	memset(ret, 0, sizeof(*ret));
-	if ((e = bwrap_build(L, s, &ret->argv)) < 0)
+	if ((e = bwrap_build(L, s, NULL, &ret->argv)) < 0)
 		return e;
 	off += (size_t)snprintf(note + off, sizeof(note) - off,
 	                        "runs as host uid %u with NO_NEW_PRIVS; fd %d carries the seccomp "
@@ -77,10 +113,13 @@ static int bwrap_profile(struct launcher *L, const struct sandbox *s, struct msg
 		off += (size_t)snprintf(note + off, sizeof(note) - off, "%s%s", i ? " " : "",
 		                        jail_seccomp_denied[i]);
 	snprintf(note + off, sizeof(note) - off,
-	         "%s); limits: %s; timeout %u ms; output %llu bytes per stream",
+	         "%s); limits: %s; timeout %u ms; output %llu bytes per stream%s",
 	         sandbox_denies_inet(s) ? "; AF_INET/AF_INET6/AF_PACKET sockets" : "",
 	         L->root ? "per-run cgroups (memory, pids) and rlimits" : "rlimits only",
-	         s->timeout_ms, (unsigned long long)s->output_bytes);
+	         s->timeout_ms, (unsigned long long)s->output_bytes,
+	         L->root ? "; mount sources and readPaths are staged per run (idmapped to the jail "
+	                   "uid when a non-root user owns them) and bound from " STAGE_ROOT
+	                 : "");
 	ret->kind = strdup("bwrap");
 	ret->note = strdup(note);
 	if (s->network)
@@ -92,6 +131,7 @@ const struct backend_ops backend_bwrap = {
 	.iso = ISO_BWRAP,
 	.profile = bwrap_profile,
 	.prepare = bwrap_prepare,
+	.child_root = bwrap_child_root,
 	.child_setup = backend_jail_child_setup,
 	.interpreters = backend_host_interpreters,
 };

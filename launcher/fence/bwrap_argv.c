@@ -31,6 +31,12 @@ static const char *const network_files[] = { "/etc/resolv.conf", "/etc/hosts", N
 		PUSH(c);                                                                           \
 	} while (0)
 
+/* What bwrap binds from: the staging point when the source was staged, else the path. */
+static const char *staged(const struct proto_strv *from, uint32_t i, const char *path)
+{
+	return from && i < from->n ? from->v[i] : path;
+}
+
 int bwrap_argv(const struct sandbox *s, const struct bwrap_opts *o, struct proto_strv *ret)
 {
 	char num[32], dst[PATH_MAX];
@@ -95,8 +101,11 @@ int bwrap_argv(const struct sandbox *s, const struct bwrap_opts *o, struct proto
 	/* allowlist: exactly these paths, read-only, not their neighbours; after the home
 	 * tmpfs so a path under home is not covered again */
 	if (s->fs_mode == FS_ALLOWLIST)
-		for (uint32_t i = 0; i < s->read_paths.n; i++)
-			PUSH3("--ro-bind-try", s->read_paths.v[i], s->read_paths.v[i]);
+		for (uint32_t i = 0; i < s->read_paths.n; i++) {
+			const char *from = staged(o->read_from, i, s->read_paths.v[i]);
+			if (*from)
+				PUSH3("--ro-bind-try", from, s->read_paths.v[i]);
+		}
 	/* the workdir bound back AFTER the tmpfs layers above */
 	PUSH3("--bind", s->workdir, s->workdir);
 	for (uint32_t i = 0; i < s->mount_sources.n && i < s->mount_targets.n; i++) {
@@ -106,7 +115,7 @@ int bwrap_argv(const struct sandbox *s, const struct bwrap_opts *o, struct proto
 			r = -ENAMETOOLONG;
 			goto fail;
 		}
-		PUSH3(ro ? "--ro-bind" : "--bind", s->mount_sources.v[i], dst);
+		PUSH3(ro ? "--ro-bind" : "--bind", staged(o->mount_from, i, s->mount_sources.v[i]), dst);
 	}
 	/* bwrap's own root is a tmpfs: make it read-only, so nothing outside the workdir,
 	 * /tmp and read-write mounts accepts a write, not even the jail's scratch root */

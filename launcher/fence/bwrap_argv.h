@@ -11,6 +11,10 @@ struct bwrap_opts {
 	const char *data_dir; /* the engine's data dir, whited out in open mode */
 	int seccomp_fd;       /* --seccomp FD, or -1 */
 	int info_fd;          /* --info-fd FD, or -1 */
+	/* Staged sources (fence/stage.h), or NULL: bwrap binds the stored paths themselves.
+	 * mount_from: per mount, the staging point bound at its target. read_from: per
+	 * readPath, the staging point bound at the readPath, "" = gone, left out. */
+	const struct proto_strv *mount_from, *read_from;
 };
 
 /* System roots bound read-only (each --ro-bind-try: a root missing on this distribution

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <unistd.h>
 
 /* Exactly these paths are refused (their descendants are fine: /usr/share/dict is a
  * reasonable read-only mount, /usr itself is not). */
@@ -83,15 +84,57 @@ static bool in_any_credential_tree(const char *canon, const char *home)
 	return hit;
 }
 
+static bool kernel_fs_type(const struct statfs *sf)
+{
+	for (size_t i = 0; i < sizeof(forbidden_fs_types) / sizeof(forbidden_fs_types[0]); i++)
+		if ((unsigned long)sf->f_type == forbidden_fs_types[i])
+			return true;
+	return false;
+}
+
 static bool on_kernel_fs(const char *canon)
 {
 	struct statfs sf;
-	if (statfs(canon, &sf) < 0)
-		return true; /* cannot tell: refuse */
-	for (size_t i = 0; i < sizeof(forbidden_fs_types) / sizeof(forbidden_fs_types[0]); i++)
-		if ((unsigned long)sf.f_type == forbidden_fs_types[i])
-			return true;
-	return false;
+	return statfs(canon, &sf) < 0 || kernel_fs_type(&sf); /* cannot tell: refuse */
+}
+
+/* a socket or device node is not a directory tree: a mounted docker.sock is root on the host */
+static bool special_file(const struct stat *st)
+{
+	return S_ISSOCK(st->st_mode) || S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode) ||
+	       S_ISFIFO(st->st_mode);
+}
+
+#define REASON_SPECIAL   "source is a socket, device node or FIFO"
+#define REASON_KERNEL_FS "source is on a kernel filesystem (proc, sysfs, cgroup, debugfs, ...)"
+
+int mount_check_opened(int fd, const char *canon, const char **ret_reason)
+{
+	char link[PATH_MAX], self[64];
+	struct statfs sf;
+	struct stat st;
+	ssize_t n;
+
+	*ret_reason = NULL;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	if ((n = readlink(self, link, sizeof(link) - 1)) < 0)
+		return -errno;
+	link[n] = '\0';
+	if (strcmp(link, canon) != 0) {
+		*ret_reason = "source is no longer the path that was checked";
+		return -EPERM;
+	}
+	if (fstat(fd, &st) < 0 || fstatfs(fd, &sf) < 0)
+		return -errno;
+	if (special_file(&st)) {
+		*ret_reason = REASON_SPECIAL;
+		return -EPERM;
+	}
+	if (kernel_fs_type(&sf)) {
+		*ret_reason = REASON_KERNEL_FS;
+		return -EPERM;
+	}
+	return 0;
 }
 
 int mount_check_source(const char *source, const char *home, const char *data_dir,
@@ -128,11 +171,8 @@ int mount_check_source(const char *source, const char *home, const char *data_di
 	}
 	{
 		struct stat st;
-		/* a socket or device node is not a directory tree: a mounted docker.sock is
-		 * root on the host */
-		if (lstat(canon, &st) < 0 || S_ISSOCK(st.st_mode) || S_ISCHR(st.st_mode) ||
-		    S_ISBLK(st.st_mode) || S_ISFIFO(st.st_mode)) {
-			*ret_reason = "source is a socket, device node or FIFO";
+		if (lstat(canon, &st) < 0 || special_file(&st)) {
+			*ret_reason = REASON_SPECIAL;
 			r = -EPERM;
 			goto out;
 		}
@@ -149,7 +189,7 @@ int mount_check_source(const char *source, const char *home, const char *data_di
 		}
 	}
 	if (on_kernel_fs(canon)) {
-		*ret_reason = "source is on a kernel filesystem (proc, sysfs, cgroup, debugfs, ...)";
+		*ret_reason = REASON_KERNEL_FS;
 		r = -EPERM;
 		goto out;
 	}

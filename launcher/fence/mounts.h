@@ -12,6 +12,12 @@
 int mount_check_source(const char *source, const char *home, const char *data_dir,
                        char **ret_canon, const char **ret_reason);
 
+/* The run-time half of the source check, on a descriptor opened (O_PATH, no symlinks
+ * followed) from the canonical path stored at add time: it must still name canon
+ * (/proc/self/fd), be no socket, device node or FIFO and lie on no kernel filesystem.
+ * Returns 0, -EPERM with *ret_reason, or -errno. */
+int mount_check_opened(int fd, const char *canon, const char **ret_reason);
+
 /* A target: relative, non-empty, at most PATH_MAX, no "." / ".." / empty segments, no
  * control characters. Returns 0 or -EINVAL with *ret_reason. */
 int mount_check_target(const char *target, const char **ret_reason);

@@ -32,6 +32,7 @@ static void setup(void)
 	/* not under /tmp: every jail gets a private /tmp, so open mode would not see it */
 	snprintf(hostdir, sizeof(hostdir), "/var/tmp/sbx-fence-XXXXXX");
 	cr_assert_not_null(mkdtemp(hostdir));
+	/* 0755: the strict and open tests read through the host's own paths */
 	chmod(hostdir, 0755);
 	snprintf(p, sizeof(p), "%s/allowed", hostdir);
 	mkdir(p, 0755);
@@ -43,9 +44,10 @@ static void setup(void)
 	write_file(p, "sibling-content\n", 0644);
 	snprintf(p, sizeof(p), "%s/rootonly.txt", hostdir);
 	write_file(p, "root-secret\n", 0600);
+	/* a user's own 0700 directory: the jail writes it through an idmapped mount */
 	snprintf(p, sizeof(p), "%s/rw", hostdir);
-	mkdir(p, 0777);
-	chmod(p, 0777);
+	mkdir(p, 0700);
+	cr_assert(geteuid() != 0 || chown(p, 1000, 1000) == 0);
 	snprintf(p, sizeof(p), "%s/ro", hostdir);
 	mkdir(p, 0755);
 	snprintf(p, sizeof(p), "%s/ro/keep.txt", hostdir);
@@ -171,7 +173,10 @@ Test(fence, read_only_and_read_write_mounts)
 	close(fd);
 	cr_expect_str_eq(buf, "unchanged\n", "the read-only mount's file changed");
 	snprintf(path, sizeof(path), "%s/rw/new.txt", hostdir);
-	cr_expect(access(path, F_OK) == 0, "the read-write mount did not write through: %s", r.body);
+	struct stat st;
+	cr_expect(lstat(path, &st) == 0, "the read-write mount did not write through: %s", r.body);
+	cr_expect(geteuid() != 0 || (st.st_uid == 1000 && st.st_gid == 1000), "the jail's file is owned by %u:%u",
+	          (unsigned)st.st_uid, (unsigned)st.st_gid);
 	/* and the route lists, then removes */
 	snprintf(path, sizeof(path), "/api/sandbox/sandboxes/%s/mounts?target=out", id);
 	_cleanup_resp_ struct http_resp d = http_req(&sbx_it, "DELETE", path, NULL, NULL);

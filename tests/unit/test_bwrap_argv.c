@@ -133,3 +133,35 @@ Test(bwrap_argv, relative_workdir_refused)
 	s.workdir = "relative";
 	cr_assert_lt(bwrap_argv(&s, &opts, &a), 0);
 }
+
+/* Staged (a root daemon): bwrap binds each staging point at the mount's target and at the
+ * readPath; the host paths themselves never appear as a source, and a readPath that was
+ * gone at staging time ("") is left out. */
+Test(bwrap_argv, staged_sources_replace_the_host_paths)
+{
+	struct sandbox s = sb();
+	char *src[] = { "/home/alice/proj", "/srv/out" }, *tgt[] = { "in", "out" };
+	char *paths[] = { "/home/alice/ref", "/srv/gone" };
+	char *mfrom[] = { "/dev/shm/m0", "/dev/shm/m1", NULL }, *rfrom[] = { "/dev/shm/r0", "", NULL };
+	uint32_t ro[] = { 1, 0 };
+	struct proto_strv mf = { 2, mfrom }, rf = { 2, rfrom }, a;
+	struct bwrap_opts o = opts;
+	o.mount_from = &mf;
+	o.read_from = &rf;
+	s.fs_mode = FS_ALLOWLIST;
+	s.read_paths = (struct proto_strv){ 2, paths };
+	s.mount_sources = (struct proto_strv){ 2, src };
+	s.mount_targets = (struct proto_strv){ 2, tgt };
+	s.mount_ro = (struct proto_u32v){ 2, ro };
+	cr_assert_eq(bwrap_argv(&s, &o, &a), 0);
+	int wd = idx3(&a, "--bind", s.workdir, s.workdir);
+	int m0 = idx3(&a, "--ro-bind", "/dev/shm/m0", "/var/lib/sbx/sandboxes/sbx_1/in");
+	int m1 = idx3(&a, "--bind", "/dev/shm/m1", "/var/lib/sbx/sandboxes/sbx_1/out");
+	cr_assert(m0 > wd && m1 > wd, "staged mounts missing or before the workdir");
+	cr_assert_geq(idx3(&a, "--ro-bind-try", "/dev/shm/r0", "/home/alice/ref"), 0);
+	cr_assert_lt(idx(&a, "/home/alice/proj", 0), 0, "a staged mount's host path was bound");
+	cr_assert_lt(idx(&a, "/srv/out", 0), 0, "a staged mount's host path was bound");
+	cr_assert_lt(idx(&a, "/srv/gone", 0), 0, "a readPath missing at staging was bound");
+	cr_assert_lt(idx(&a, "", 0), 0, "an empty source reached bwrap");
+	proto_strv_clear(&a);
+}

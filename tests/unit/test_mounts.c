@@ -1,6 +1,7 @@
 /* Mount source/target checks: canonicalization before the forbidden-roots comparison. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,4 +181,26 @@ Test(mounts, another_users_credential_tree_is_refused, .init = setup, .fini = te
 	free(canon);
 	snprintf(cmd, sizeof(cmd), "userdel %s", user);
 	cr_expect_eq(system(cmd), 0);
+}
+
+/* The run-time check on an opened source: it must still be the stored path, and neither a
+ * special file nor a kernel filesystem (a symlink swapped in since add time is caught
+ * because the descriptor's path differs). */
+Test(mounts, an_opened_source_is_checked_again, .init = setup, .fini = teardown)
+{
+	char canon[PATH_MAX], link[PATH_MAX + 16];
+	const char *why = NULL;
+	int fd;
+	cr_assert_not_null(realpath(home, canon));
+	fd = open(canon, O_PATH | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_expect_eq(mount_check_opened(fd, canon, &why), 0, "%s", why ? why : "");
+	snprintf(link, sizeof(link), "%s/other", canon);
+	cr_expect_eq(mount_check_opened(fd, link, &why), -EPERM, "another path was accepted");
+	cr_expect_not_null(why);
+	close(fd);
+	fd = open("/proc/self", O_PATH | O_CLOEXEC | O_NOFOLLOW);
+	cr_assert_geq(fd, 0);
+	cr_expect_eq(mount_check_opened(fd, "/proc/self", &why), -EPERM, "procfs was accepted");
+	close(fd);
 }
