@@ -14,6 +14,7 @@
 
 #include "caps.h"
 #include "cleanup.h"
+#include "disk.h"
 #include "dispatch.h"
 #include "launcher.h"
 #include "log.h"
@@ -113,6 +114,10 @@ int main(int argc, char **argv)
 		fatalx("opening %s: %s", db_path, strerror(-r));
 	if (chmod(db_path, 0600) < 0)
 		fatal("chmod %s", db_path);
+	disk_init(&L);
+	if (L.disk_why)
+		log_warnx("%s", L.disk_why);
+	disk_mount_all(&L); /* images of existing sandboxes back on their workdirs */
 	L.bwrap_path = bwrap_opt ? strdup(bwrap_opt) : find_bwrap();
 	if (!L.bwrap_path)
 		log_warnx("bwrap not found: runs are DEGRADED (no OS barrier)");
@@ -131,6 +136,7 @@ int main(int argc, char **argv)
 
 	if (!dispatch_sbxd_lost())
 		runner_kill_all(&L);
+	disk_unmount_all(&L);
 	proto_chan_free(L.api);
 	proto_chan_free(L.sbxd);
 	store_close(L.db);
