@@ -48,23 +48,13 @@ void disk_init(struct launcher *L)
 		L->disk_why = "the images directory could not be made: limits.diskMb is not enforced";
 }
 
-/* The reserve kept free for the database, in MiB. */
-static uint64_t reserve_mb(void)
-{
-	const char *e = getenv(DISK_RESERVE_ENV);
-	unsigned v;
-	if (e && parse_uint(e, 0, UINT32_MAX, &v) == 0)
-		return v;
-	return SBX_DISK_RESERVE_MB;
-}
-
 /* Room for more MiB on the data dir's filesystem, beyond the reserve. */
 static int room_for(const struct launcher *L, uint64_t mb)
 {
 	struct statvfs v;
 	if (statvfs(L->data_dir, &v) < 0)
 		return -errno;
-	if ((uint64_t)v.f_bavail * v.f_frsize < (mb + reserve_mb()) * DISK_MIB)
+	if ((uint64_t)v.f_bavail * v.f_frsize < (mb + SBX_DISK_RESERVE_MB) * DISK_MIB)
 		return -EDQUOT;
 	return 0;
 }

@@ -15,7 +15,6 @@
 #define DISK_MKFS_PATH    "/usr/sbin/mkfs.ext4"
 #define DISK_RESIZE_PATH  "/usr/sbin/resize2fs"
 #define DISK_LOOP_TRIES   8u /* LOOP_CTL_GET_FREE races with other users of loop devices */
-#define DISK_RESERVE_ENV  "SBX_DISK_RESERVE_MB" /* overrides SBX_DISK_RESERVE_MB (tests, ops) */
 
 /* Whether images can be made here (root, /dev/loop-control, mkfs.ext4); sets L->disk_why
  * to the reason when not. Creates <data>/images. */

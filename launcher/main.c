@@ -29,6 +29,13 @@ static _Noreturn void usage(void)
 	exit(2);
 }
 
+/* SIGTERM (sbxd's stop) ends the loop, so the exit path runs: runs killed, images
+ * unmounted (a SIGKILLed launcher leaves them mounted; the next start reuses them). */
+static void on_sigterm(evutil_socket_t sig, short what, void *arg)
+{
+	event_base_loopbreak(arg);
+}
+
 static char *find_bwrap(void)
 {
 	static const char *const paths[] = { "/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap" };
@@ -67,6 +74,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct launcher L = { 0 };
+	struct event *sigterm_ev = NULL;
 	enum log_level lvl = LOG_LVL_INFO;
 	const char *data_dir = NULL, *bwrap_opt = NULL;
 	_cleanup_free_ char *db_path = NULL;
@@ -124,6 +132,9 @@ int main(int argc, char **argv)
 
 	if (!(L.base = event_base_new()))
 		fatalx("event_base_new");
+	if (!(sigterm_ev = evsignal_new(L.base, SIGTERM, on_sigterm, L.base)) ||
+	    event_add(sigterm_ev, NULL) < 0)
+		fatalx("evsignal_new SIGTERM");
 	if ((r = dispatch_start(&L, SBX_FD_PARENT, SBX_FD_PEER)) < 0)
 		fatalx("building the channels on fds %d and %d failed", SBX_FD_PARENT, SBX_FD_PEER);
 	caps_init(&L);
@@ -140,6 +151,7 @@ int main(int argc, char **argv)
 	proto_chan_free(L.api);
 	proto_chan_free(L.sbxd);
 	store_close(L.db);
+	event_free(sigterm_ev);
 	event_base_free(L.base);
 	free(L.bwrap_path);
 	free(L.sandboxes_dir);
