@@ -210,7 +210,13 @@ int disk_image_grow(struct launcher *L, const char *id, const char *workdir, uin
 	if (fallocate(fd, 0, 0, (off_t)mb * (off_t)DISK_MIB) < 0 || ioctl(lfd, LOOP_SET_CAPACITY, 0) < 0)
 		return -errno;
 	char *const argv[] = { DISK_RESIZE_PATH, dev, NULL };
-	return run_tool(argv);
+	if ((r = run_tool(argv)) == 0)
+		return 0;
+	/* not grown (online resize needs CAP_SYS_RESOURCE): the filesystem never used the new
+	 * tail, so the file goes back to its size */
+	if (ftruncate(fd, (off_t)old_mb * (off_t)DISK_MIB) == 0)
+		ioctl(lfd, LOOP_SET_CAPACITY, 0);
+	return -EPERM;
 }
 
 int disk_image_release(struct launcher *L, const char *id, const char *workdir)

@@ -33,7 +33,8 @@ int disk_image_mount(struct launcher *L, const char *id, const char *workdir);
 bool disk_enforced(const struct launcher *L, const char *workdir);
 
 /* Grow the image of a mounted workdir to mb MiB (fallocate, LOOP_SET_CAPACITY, online
- * resize2fs). -EINVAL: smaller than now (ext4 cannot shrink while mounted). */
+ * resize2fs). -EINVAL: smaller than now (ext4 cannot shrink while mounted); -EPERM:
+ * the kernel refused the online resize (it needs CAP_SYS_RESOURCE), the image is as before. */
 int disk_image_grow(struct launcher *L, const char *id, const char *workdir, uint32_t old_mb,
                     uint32_t mb);
 

@@ -390,6 +390,10 @@ static int disk_resize(struct proto_chan *ch, uint32_t id, const struct sandbox 
 	if (r == -EDQUOT)
 		reply_err(ch, id, PERR_INSUFFICIENT_STORAGE,
 		          "no disk room to grow the workdir image to %u MiB", s->disk_mb);
+	else if (r == -EPERM)
+		reply_err(ch, id, PERR_CONFLICT,
+		          "limits.diskMb: the workdir image could not be grown online on this host "
+		          "(ext4 online resize needs CAP_SYS_RESOURCE); it stays %u MiB", old_mb);
 	else
 		reply_err(ch, id, PERR_INTERNAL, "growing the workdir image: %s", strerror(-r));
 	return -ECANCELED;

@@ -26,7 +26,7 @@
  * filesystem keeps SBX_DISK_RESERVE_MB free beyond all images, for the database */
 #define SBX_DISK_MB_DEFAULT       256u
 #define SBX_DISK_MB_MIN           8u /* smaller images hold little beyond ext4's own metadata */
-#define SBX_DISK_MB_MAX           65536u
+#define SBX_DISK_MB_MAX           16384u /* 16 GiB */
 #define SBX_DISK_RESERVE_MB       256u
 #define SBX_STORED_OUTPUT_MAX     (256u * 1024u) /* per stream, kept in the database */
 #define SBX_JAIL_UID_BASE         200000u /* reserved host uid range for jails, when root */
