@@ -46,6 +46,7 @@ void disk_init(struct launcher *L)
 	snprintf(dir, sizeof(dir), "%s/images", L->data_dir);
 	if (!L->disk_why && mkdir(dir, 0700) < 0 && errno != EEXIST)
 		L->disk_why = "the images directory could not be made: limits.diskMb is not enforced";
+	L->disk_images = !L->disk_why;
 }
 
 /* Room for more MiB on the data dir's filesystem, beyond the reserve. */
@@ -132,7 +133,7 @@ int disk_image_create(struct launcher *L, const char *id, const char *workdir, u
 	_cleanup_close_ int fd = -1;
 	int r;
 
-	if (L->disk_why)
+	if (!L->disk_images)
 		return -EOPNOTSUPP;
 	if ((r = image_path(L, id, img, sizeof(img))) < 0 || (r = room_for(L, mb)) < 0)
 		return r;
@@ -172,7 +173,7 @@ int disk_image_mount(struct launcher *L, const char *id, const char *workdir)
 	char img[DISK_PATH_MAX];
 	int r;
 
-	if (L->disk_why)
+	if (!L->disk_images)
 		return -EOPNOTSUPP;
 	if ((r = image_path(L, id, img, sizeof(img))) < 0)
 		return r;
@@ -195,7 +196,7 @@ int disk_image_grow(struct launcher *L, const char *id, const char *workdir, uin
 		return -EINVAL;
 	if (mb == old_mb)
 		return 0;
-	if (L->disk_why || !disk_enforced(L, workdir))
+	if (!L->disk_images || !disk_enforced(L, workdir))
 		return -EOPNOTSUPP;
 	if ((r = image_path(L, id, img, sizeof(img))) < 0 || (r = room_for(L, mb - old_mb)) < 0)
 		return r;
@@ -250,12 +251,12 @@ static int unmount_one(const struct sandbox *s, void *arg)
 
 void disk_mount_all(struct launcher *L)
 {
-	if (!L->disk_why)
+	if (L->disk_images)
 		store_sandbox_foreach(L->db, mount_one, L);
 }
 
 void disk_unmount_all(struct launcher *L)
 {
-	if (!L->disk_why)
+	if (L->disk_images)
 		store_sandbox_foreach(L->db, unmount_one, L);
 }

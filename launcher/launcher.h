@@ -74,7 +74,8 @@ struct launcher {
 	char *bwrap_path;    /* NULL when bwrap is absent: the degraded backend */
 	char *docker_path;   /* --docker: the client to probe; NULL = search the usual places */
 	unsigned live_runs;
-	const char *disk_why; /* NULL: limits.diskMb is enforced by images (disk.c); else why not */
+	bool disk_images;     /* limits.diskMb is enforced by workdir images (disk.c) */
+	const char *disk_why; /* why not, when not */
 };
 
 /* A run's output as it arrives, the part kept under limits.outputBytes: the hook that

@@ -660,7 +660,7 @@ int sandbox_create(struct launcher *L, const struct sandbox_spec *spec, struct s
 		goto fail_dir;
 	/* without loop devices the sandbox is made all the same; its note says diskMb is not
 	 * enforced (disk_why) */
-	if (!L->disk_why && (r = disk_image_create(L, s.id, s.workdir, s.disk_mb, s.jail_uid)) < 0)
+	if (L->disk_images && (r = disk_image_create(L, s.id, s.workdir, s.disk_mb, s.jail_uid)) < 0)
 		goto fail_dir;
 	if ((r = store_sandbox_insert(L->db, &s)) < 0) {
 		disk_image_release(L, s.id, s.workdir);
