@@ -150,6 +150,11 @@ int disk_image_create(struct launcher *L, const char *id, const char *workdir, u
 	char *const argv[] = { DISK_MKFS_PATH, "-q", "-F", "-m", "0", "-E", owner, img, size, NULL };
 	if ((r = run_tool(argv)) < 0 || (r = mount_image(img, workdir)) < 0)
 		goto fail;
+	/* mkfs's root-owned lost+found would be the one thing in the workdir the jail cannot
+	 * remove; e2fsck makes it again if it ever needs one */
+	char lf[DISK_PATH_MAX + 16];
+	snprintf(lf, sizeof(lf), "%s/lost+found", workdir);
+	rmdir(lf);
 	if (chmod(workdir, 0700) < 0) {
 		r = -errno;
 		umount2(workdir, MNT_DETACH | UMOUNT_NOFOLLOW);

@@ -177,3 +177,27 @@ Test(disk_quota, disk_mb_at_and_past_the_max)
 	cr_assert_eq(stat(img, &st), 0);
 	cr_expect_eq((unsigned long long)st.st_size, want * 1024ull * 1024ull);
 }
+
+/* Outside its workdir image a jail can write only to tmpfs (RAM), and what it writes
+ * there is charged to the run's memory cgroup: no way around diskMb onto the host disk. */
+Test(disk_quota, outside_the_image_only_ram_is_writable_and_it_counts_as_memory)
+{
+	char id[64];
+	sbx_create(&sbx_it, "{\"name\":\"ram\",\"limits\":{\"memoryMb\":64,\"diskMb\":16}}", id,
+	           sizeof(id));
+	_cleanup_resp_ struct http_resp w = run_sh(
+		id, "for d in / /tmp /var/tmp /dev/shm /root /home /run /usr /etc /opt /srv /mnt; do "
+		    "touch $d/.sbx-probe 2>/dev/null && echo \"W $d $(stat -f -c %T $d)\"; done; echo end");
+	assert_status(w, 200);
+	const char *out = js_str(w.json, "stdout");
+	cr_assert(out && strstr(out, "end\n"), "%s", w.body);
+	for (const char *l = strstr(out, "W "); l; l = strstr(l + 1, "W "))
+		cr_expect(strncmp(strchr(l + 2, ' ') + 1, "tmpfs\n", 6) == 0,
+		          "writable and not tmpfs: %.*s", (int)(strchr(l, '\n') - l), l);
+	/* 200 MiB into /tmp under a 64 MiB memory limit: killed short of it */
+	_cleanup_resp_ struct http_resp t =
+		run_sh(id, "dd if=/dev/zero of=/tmp/x bs=1M count=200 2>/dev/null; wc -c < /tmp/x");
+	assert_status(t, 200);
+	const char *n = js_str(t.json, "note");
+	cr_expect(n && strstr(n, "memory limit was reached"), "%s", t.body);
+}
