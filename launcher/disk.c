@@ -24,35 +24,12 @@
 #define DISK_PATH_MAX    4096u
 #define DISK_DEV_NAME    32u
 #define DISK_LOOP_MAJOR  7u
-#define DISK_PROBE_ID    "diskprobe" /* not an id a sandbox can get (sbx_ prefix) */
 
 static int image_path(const struct launcher *L, const char *id, char *buf, size_t sz)
 {
 	if (!proto_id_valid(id))
 		return -EINVAL;
 	return (size_t)snprintf(buf, sz, "%s/images/%s.img", L->data_dir, id) < sz ? 0 : -ENAMETOOLONG;
-}
-
-static int room_for(const struct launcher *L, uint64_t mb);
-
-/* The whole mechanism once, on a smallest image: fallocate, mkfs, loop, mount. A data dir
- * too full for it says nothing about support (-EDQUOT counts as working). */
-static int disk_probe(struct launcher *L)
-{
-	char mnt[DISK_PATH_MAX];
-	int r;
-
-	snprintf(mnt, sizeof(mnt), "%s/images/" DISK_PROBE_ID ".d", L->data_dir);
-	disk_image_release(L, DISK_PROBE_ID, NULL); /* left by a launcher that was killed */
-	umount2(mnt, MNT_DETACH | UMOUNT_NOFOLLOW);
-	if (mkdir(mnt, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	r = disk_image_create(L, DISK_PROBE_ID, mnt, SBX_DISK_MB_MIN, 0);
-	if (r == 0 && umount2(mnt, UMOUNT_NOFOLLOW) < 0)
-		r = -errno;
-	disk_image_release(L, DISK_PROBE_ID, NULL);
-	rmdir(mnt);
-	return r == -EDQUOT ? 0 : r;
 }
 
 void disk_init(struct launcher *L)
@@ -70,11 +47,6 @@ void disk_init(struct launcher *L)
 	if (!L->disk_why && mkdir(dir, 0700) < 0 && errno != EEXIST)
 		L->disk_why = "the images directory could not be made: limits.diskMb is not enforced";
 	L->disk_images = !L->disk_why;
-	if (L->disk_images && disk_probe(L) < 0) {
-		L->disk_images = false;
-		L->disk_why = "a test image could not be allocated, formatted and loop-mounted here: "
-		              "limits.diskMb is not enforced";
-	}
 }
 
 /* Room for more MiB on the data dir's filesystem, beyond the reserve. */

@@ -122,10 +122,6 @@ int main(int argc, char **argv)
 		fatalx("opening %s: %s", db_path, strerror(-r));
 	if (chmod(db_path, 0600) < 0)
 		fatal("chmod %s", db_path);
-	disk_init(&L);
-	if (L.disk_why)
-		log_warnx("%s", L.disk_why);
-	disk_mount_all(&L); /* images of existing sandboxes back on their workdirs */
 	L.bwrap_path = bwrap_opt ? strdup(bwrap_opt) : find_bwrap();
 	if (!L.bwrap_path)
 		log_warnx("bwrap not found: runs are DEGRADED (no OS barrier)");
@@ -139,6 +135,12 @@ int main(int argc, char **argv)
 		fatalx("building the channels on fds %d and %d failed", SBX_FD_PARENT, SBX_FD_PEER);
 	caps_init(&L);
 	caps_refresh(); /* the first probe runs while the rest of the daemon starts */
+	/* before the loop serves anything: images of existing sandboxes back on their
+	 * workdirs (after the caps probe has started, so the two run side by side) */
+	disk_init(&L);
+	if (L.disk_why)
+		log_warnx("%s", L.disk_why);
+	disk_mount_all(&L);
 	log_info("started: data %s, schema %d, %s, bwrap %s", L.data_dir, store_schema_version(L.db),
 	         L.root ? "root (per-sandbox jail uids)" : "unprivileged",
 	         L.bwrap_path ? L.bwrap_path : "absent");

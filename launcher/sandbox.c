@@ -659,9 +659,16 @@ int sandbox_create(struct launcher *L, const struct sandbox_spec *spec, struct s
 	if ((r = sandbox_rep_fits(&s)) < 0)
 		goto fail_dir;
 	/* without loop devices the sandbox is made all the same; its note says diskMb is not
-	 * enforced (disk_why) */
-	if (L->disk_images && (r = disk_image_create(L, s.id, s.workdir, s.disk_mb, s.jail_uid)) < 0)
-		goto fail_dir;
+	 * enforced (disk_why). The first create finds out whether the mechanism works here
+	 * (no probe at start: the launcher answers sooner); no room (-EDQUOT) is only that. */
+	if (L->disk_images && (r = disk_image_create(L, s.id, s.workdir, s.disk_mb, s.jail_uid)) < 0) {
+		if (r == -EDQUOT || r == -ENOMEM)
+			goto fail_dir;
+		L->disk_images = false;
+		L->disk_why = "a workdir image could not be allocated, formatted and loop-mounted "
+		              "on this host: limits.diskMb is not enforced";
+		r = 0;
+	}
 	if ((r = store_sandbox_insert(L->db, &s)) < 0) {
 		disk_image_release(L, s.id, s.workdir);
 		goto fail_dir;
