@@ -38,14 +38,14 @@ void disk_init(struct launcher *L)
 
 	L->disk_why = NULL;
 	if (!L->root)
-		L->disk_why = "the launcher is not root: no loop devices, limits.diskMb is not enforced";
+		L->disk_why = "the launcher is not root: no loop devices";
 	else if (access("/dev/loop-control", R_OK | W_OK) < 0)
-		L->disk_why = "no /dev/loop-control: limits.diskMb is not enforced";
+		L->disk_why = "no /dev/loop-control";
 	else if (access(DISK_MKFS_PATH, X_OK) < 0)
-		L->disk_why = "no " DISK_MKFS_PATH ": limits.diskMb is not enforced";
+		L->disk_why = "no " DISK_MKFS_PATH;
 	snprintf(dir, sizeof(dir), "%s/images", L->data_dir);
 	if (!L->disk_why && mkdir(dir, 0700) < 0 && errno != EEXIST)
-		L->disk_why = "the images directory could not be made: limits.diskMb is not enforced";
+		L->disk_why = "the images directory could not be made";
 	L->disk_images = !L->disk_why;
 }
 

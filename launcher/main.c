@@ -139,7 +139,7 @@ int main(int argc, char **argv)
 	 * workdirs (after the caps probe has started, so the two run side by side) */
 	disk_init(&L);
 	if (L.disk_why)
-		log_warnx("%s", L.disk_why);
+		log_warnx("limits.diskMb is not enforced: %s", L.disk_why);
 	disk_mount_all(&L);
 	log_info("started: data %s, schema %d, %s, bwrap %s", L.data_dir, store_schema_version(L.db),
 	         L.root ? "root (per-sandbox jail uids)" : "unprivileged",

@@ -666,7 +666,7 @@ int sandbox_create(struct launcher *L, const struct sandbox_spec *spec, struct s
 			goto fail_dir;
 		L->disk_images = false;
 		L->disk_why = "a workdir image could not be allocated, formatted and loop-mounted "
-		              "on this host: limits.diskMb is not enforced";
+		              "on this host";
 		r = 0;
 	}
 	if ((r = store_sandbox_insert(L->db, &s)) < 0) {
