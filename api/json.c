@@ -359,6 +359,7 @@ static const struct {
 	[PERR_PAYLOAD_TOO_LARGE] = { "payload_too_large", 413 },
 	[PERR_ENGINE_UNAVAILABLE] = { "engine_unavailable", 503 },
 	[PERR_INTERNAL] = { "internal", 500 },
+	[PERR_INSUFFICIENT_STORAGE] = { "insufficient_storage", 507 },
 };
 
 const char *json_err_code(enum proto_err e)

@@ -1,6 +1,7 @@
 /* The launcher's dispatch tables and the handlers of what the API sends. The API process
  * parses untrusted input, so it is treated as hostile: every field is checked again here
  * and bad input gets an ERROR and changes nothing. */
+#include "disk.h"
 #include "dispatch.h"
 #include "dispatch_int.h"
 
@@ -60,6 +61,8 @@ static enum proto_err perr_from_errno(int r)
 	case -EEXIST:
 	case -ENOSPC:
 		return PERR_CONFLICT;
+	case -EDQUOT:
+		return PERR_INSUFFICIENT_STORAGE;
 	case -EINVAL:
 		return PERR_INVALID_ARGUMENT;
 	default:
@@ -105,6 +108,13 @@ static int send_sbx_rep(struct proto_chan *ch, uint32_t id, const struct sandbox
 	if (s->backend == BACKEND_DOCKER && caps_docker_unavailable(&why) && n < sizeof(note))
 		n += (size_t)snprintf(note + n, sizeof(note) - n, "%sdocker is not available: %s",
 		                      n ? "; " : "", why);
+	if (!disk_enforced(dispatch_L, s->workdir) && n < sizeof(note))
+		n += (size_t)snprintf(note + n, sizeof(note) - n, "%slimits.diskMb is not enforced: %s",
+		                      n ? "; " : "",
+		                      dispatch_L->disk_why ? dispatch_L->disk_why
+		                                           : "the workdir has no disk image (made "
+		                                             "before limits.diskMb, or its image "
+		                                             "could not be mounted)");
 	if (extra_note && *extra_note && n < sizeof(note))
 		snprintf(note + n, sizeof(note) - n, "%s%s", n ? "; " : "", extra_note);
 	rep.note = note;
@@ -240,6 +250,11 @@ static void h_sbx_create(struct proto_chan *ch, const struct proto_hdr *h, void 
 		else if (r == -ENOSPC)
 			reply_err(ch, h->id, PERR_CONFLICT, "no room for another sandbox (at most %u)",
 			          SBX_SANDBOXES_MAX);
+		else if (r == -EDQUOT)
+			reply_err(ch, h->id, PERR_INSUFFICIENT_STORAGE,
+			          "no disk room for a %u MiB workdir image: the data directory's "
+			          "filesystem keeps a reserve for the database",
+			          spec.disk_mb ? spec.disk_mb : SBX_DISK_MB_DEFAULT);
 		else if (r == -EMSGSIZE)
 			reply_err(ch, h->id, PERR_PAYLOAD_TOO_LARGE, SBX_TOO_LARGE_MSG);
 		else
@@ -382,12 +397,42 @@ static void h_sbx_list(struct proto_chan *ch, const struct proto_hdr *h, void *m
 	list_job_step(-1, 0, j);
 }
 
+/* limits.diskMb changed by an update: the image grows online; it never shrinks (ext4
+ * cannot while mounted, and the files may not fit). 0, or -ECANCELED when replied. */
+static int disk_resize(struct proto_chan *ch, uint32_t id, const struct sandbox *s, uint32_t old_mb)
+{
+	int r;
+	if (s->disk_mb == old_mb)
+		return 0;
+	if (s->disk_mb < old_mb) {
+		reply_err(ch, id, PERR_INVALID_ARGUMENT,
+		          "limits.diskMb: %u is below the current %u; a workdir image only grows",
+		          s->disk_mb, old_mb);
+		return -ECANCELED;
+	}
+	if (!disk_enforced(dispatch_L, s->workdir))
+		return 0; /* nothing enforced to resize: the stored value waits, the note says why */
+	if ((r = disk_image_grow(dispatch_L, s->id, s->workdir, old_mb, s->disk_mb)) == 0)
+		return 0;
+	if (r == -EDQUOT)
+		reply_err(ch, id, PERR_INSUFFICIENT_STORAGE,
+		          "no disk room to grow the workdir image to %u MiB", s->disk_mb);
+	else if (r == -EPERM)
+		reply_err(ch, id, PERR_CONFLICT,
+		          "limits.diskMb: the workdir image could not be grown online on this host "
+		          "(ext4 online resize needs CAP_SYS_RESOURCE); it stays %u MiB", old_mb);
+	else
+		reply_err(ch, id, PERR_INTERNAL, "growing the workdir image: %s", strerror(-r));
+	return -ECANCELED;
+}
+
 static void h_sbx_update(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
 {
 	struct msg_SBX_UPDATE *in = m;
 	struct sandbox_spec spec;
 	struct sandbox s, other;
 	char reason[SANDBOX_REASON_MAX];
+	uint32_t old_disk_mb;
 	int r;
 
 	SANDBOX_SPEC_FROM(&spec, in);
@@ -413,9 +458,13 @@ static void h_sbx_update(struct proto_chan *ch, const struct proto_hdr *h, void 
 		return;
 	}
 	/* settings take effect on the next run: each run builds its fence from the row */
+	old_disk_mb = s.disk_mb;
 	if ((r = sandbox_spec_apply(&s, &spec, in->set_mask)) < 0 || (r = sandbox_rep_fits(&s)) < 0 ||
+	    (r = disk_resize(ch, h->id, &s, old_disk_mb)) < 0 ||
 	    (r = store_sandbox_update(dispatch_L->db, &s)) < 0) {
-		if (r == -EMSGSIZE)
+		if (r == -ECANCELED) /* replied */
+			;
+		else if (r == -EMSGSIZE)
 			reply_err(ch, h->id, PERR_PAYLOAD_TOO_LARGE, SBX_TOO_LARGE_MSG);
 		else
 			reply_err(ch, h->id, r == -EEXIST ? PERR_CONFLICT : PERR_INTERNAL,
@@ -464,6 +513,9 @@ static void h_sbx_delete(struct proto_chan *ch, const struct proto_hdr *h, void 
 		return;
 	}
 	run_sandbox_cleanup(dispatch_L, &s); /* docker: its container goes too */
+	/* the image goes whole: unmount and unlink need no new space, however full it is */
+	if ((r = disk_image_release(dispatch_L, s.id, s.workdir)) < 0)
+		log_warnx("sandbox %s: releasing its disk image: %s", s.id, strerror(-r));
 	if ((r = sandbox_workdir_remove(dispatch_L, s.id, s.jail_uid, delete_done, p)) < 0)
 		delete_done(r, p); /* the row is gone; the stale directory is only logged */
 	sandbox_clear(&s);

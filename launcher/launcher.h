@@ -22,6 +22,12 @@
 #define SBX_PIDS_MAX              32768u
 #define SBX_OUTPUT_BYTES_DEFAULT  (1024u * 1024u)
 #define SBX_OUTPUT_BYTES_MAX      (64u * 1024u * 1024u)
+/* the workdir is its own ext4 image of diskMb MiB (launcher/disk.c); the data dir's
+ * filesystem keeps SBX_DISK_RESERVE_MB free beyond all images, for the database */
+#define SBX_DISK_MB_DEFAULT       256u
+#define SBX_DISK_MB_MIN           8u /* smaller images hold little beyond ext4's own metadata */
+#define SBX_DISK_MB_MAX           16384u /* 16 GiB */
+#define SBX_DISK_RESERVE_MB       256u
 #define SBX_STORED_OUTPUT_MAX     (256u * 1024u) /* per stream, kept in the database */
 #define SBX_JAIL_UID_BASE         200000u /* reserved host uid range for jails, when root */
 #define SBX_JAIL_UID_COUNT        65536u
@@ -68,6 +74,8 @@ struct launcher {
 	char *bwrap_path;    /* NULL when bwrap is absent: the degraded backend */
 	char *docker_path;   /* --docker: the client to probe; NULL = search the usual places */
 	unsigned live_runs;
+	bool disk_images;     /* limits.diskMb is enforced by workdir images (disk.c) */
+	const char *disk_why; /* why not, when not */
 };
 
 /* A run's output as it arrives, the part kept under limits.outputBytes: the hook that

@@ -14,6 +14,7 @@
 
 #include "caps.h"
 #include "cleanup.h"
+#include "disk.h"
 #include "dispatch.h"
 #include "fence/cgroup.h"
 #include "launcher.h"
@@ -157,6 +158,12 @@ int main(int argc, char **argv)
 		fatalx("building the channels on fds %d and %d failed", SBX_FD_PARENT, SBX_FD_PEER);
 	caps_init(&L);
 	caps_refresh(); /* the first probe runs while the rest of the daemon starts */
+	/* before the loop serves anything: images of existing sandboxes back on their
+	 * workdirs (after the caps probe has started, so the two run side by side) */
+	disk_init(&L);
+	if (L.disk_why)
+		log_warnx("limits.diskMb is not enforced: %s", L.disk_why);
+	disk_mount_all(&L);
 	log_info("started: data %s, schema %d, %s, bwrap %s", L.data_dir, store_schema_version(L.db),
 	         L.root ? "root (per-sandbox jail uids)" : "unprivileged",
 	         L.bwrap_path ? L.bwrap_path : "absent");
@@ -164,6 +171,7 @@ int main(int argc, char **argv)
 	event_base_dispatch(L.base);
 
 	runner_stop_all(&L); /* every exit path: a lost sbxd, SIGTERM, SIGINT */
+	disk_unmount_all(&L);
 	event_free(sig_term);
 	event_free(sig_int);
 	proto_chan_free(L.api);

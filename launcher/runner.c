@@ -21,6 +21,7 @@
 
 #include "backend/backend.h"
 #include "cleanup.h"
+#include "disk.h"
 #include "fence/cgroup.h"
 #include "log.h"
 #include "registry.h"
@@ -398,11 +399,17 @@ static void act_complete(struct run *r)
 		append_note(r, "output beyond limits.outputBytes was dropped");
 	if (res->timed_out)
 		append_note(r, "killed at its deadline");
-	if ((e = store_run_insert(r->L->db, res, r->code)) < 0)
-		log_warnx("recording run %s: %s", res->id, strerror(-e));
 	LIST_REMOVE(r, entry);
 	r->L->live_runs--;
-	r->done(0, NULL, res, r->done_arg);
+	/* a run the history cannot show is an error to the client, never a 200 that 404s */
+	if ((e = store_run_insert(r->L->db, res, r->code)) < 0) {
+		char msg[128];
+		log_warnx("recording run %s: %s", res->id, strerror(-e));
+		snprintf(msg, sizeof(msg), "the run ended but could not be recorded: %s", strerror(-e));
+		r->done(e == -ENOSPC ? PERR_INSUFFICIENT_STORAGE : PERR_INTERNAL, msg, res, r->done_arg);
+	} else {
+		r->done(0, NULL, res, r->done_arg);
+	}
 	run_free(r);
 }
 
@@ -572,6 +579,12 @@ static void limits_apply(struct run *r, const struct backend_spawn *sp)
 	} else {
 		add_limit(r, "memory", "none");
 		add_limit(r, "pids", L->root ? "rlimit" : "none");
+	}
+	if (disk_enforced(L, r->sb.workdir)) {
+		add_limit(r, "disk", DISK_MECHANISM);
+	} else {
+		add_limit(r, "disk", "none");
+		append_note(r, "limits.diskMb is not enforced for this sandbox (see its note)");
 	}
 	add_limit(r, "cpu", "rlimit");
 	add_limit(r, "fsize", "rlimit");

@@ -20,6 +20,7 @@
 #include <event2/event.h>
 
 #include "cleanup.h"
+#include "disk.h"
 #include "privdrop.h"
 #include "fence/mounts.h"
 #include "store.h"
@@ -316,6 +317,11 @@ int sandbox_spec_check(const struct sandbox_spec *spec, uint32_t mask, char *rea
 		return r;
 	if ((mask & SBXF_ENV) && (r = check_env(&spec->env, reason, reasonsz)) < 0)
 		return r;
+	if ((mask & SBXF_LIMITS) && spec->disk_mb && spec->disk_mb < SBX_DISK_MB_MIN) {
+		snprintf(reason, reasonsz, "limits.diskMb: %u is below the minimum %u", spec->disk_mb,
+		         SBX_DISK_MB_MIN);
+		return -EINVAL;
+	}
 	if ((mask & SBXF_IMAGE) && spec->image && !image_ok(spec->image)) {
 		snprintf(reason, reasonsz, "image: only [A-Za-z0-9._-/:@], not starting with '-'");
 		return -EINVAL;
@@ -650,8 +656,23 @@ int sandbox_create(struct launcher *L, const struct sandbox_spec *spec, struct s
 		r = -ENOMEM;
 		goto fail_dir;
 	}
-	if ((r = sandbox_rep_fits(&s)) < 0 || (r = store_sandbox_insert(L->db, &s)) < 0)
+	if ((r = sandbox_rep_fits(&s)) < 0)
 		goto fail_dir;
+	/* without loop devices the sandbox is made all the same; its note says diskMb is not
+	 * enforced (disk_why). The first create finds out whether the mechanism works here
+	 * (no probe at start: the launcher answers sooner); no room (-EDQUOT) is only that. */
+	if (L->disk_images && (r = disk_image_create(L, s.id, s.workdir, s.disk_mb, s.jail_uid)) < 0) {
+		if (r == -EDQUOT || r == -ENOMEM)
+			goto fail_dir;
+		L->disk_images = false;
+		L->disk_why = "a workdir image could not be allocated, formatted and loop-mounted "
+		              "on this host";
+		r = 0;
+	}
+	if ((r = store_sandbox_insert(L->db, &s)) < 0) {
+		disk_image_release(L, s.id, s.workdir);
+		goto fail_dir;
+	}
 	*ret = s;
 	return 0;
 fail_dir: {

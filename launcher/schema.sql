@@ -20,6 +20,7 @@ CREATE TABLE sandboxes (
 	memory_mb      INTEGER NOT NULL,
 	pids           INTEGER NOT NULL,
 	output_bytes   INTEGER NOT NULL,
+	disk_mb        INTEGER NOT NULL DEFAULT 256, -- schema 3; SBX_DISK_MB_DEFAULT
 	tracing        INTEGER NOT NULL DEFAULT 0,
 	image          TEXT NOT NULL DEFAULT '',
 	workdir        TEXT NOT NULL,

@@ -55,6 +55,8 @@ static const struct store_migration {
 	  "CASCADE, target TEXT NOT NULL, source TEXT NOT NULL, read_only INTEGER NOT NULL "
 	  "DEFAULT 1, position INTEGER NOT NULL, PRIMARY KEY (sandbox_id, target))",
 	  store_migrate_v2 },
+	/* 2 -> 3: limits.diskMb; older sandboxes have no image (their note says so) */
+	{ "ALTER TABLE sandboxes ADD COLUMN disk_mb INTEGER NOT NULL DEFAULT 256", NULL },
 };
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == STORE_SCHEMA_VERSION - 1,
                "one migration per schema version after the first");

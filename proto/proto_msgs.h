@@ -21,7 +21,8 @@
 #ifndef SBX_PROTO_MSGS_H
 #define SBX_PROTO_MSGS_H
 
-#define PROTO_VERSION 3 /* 2: mounts travel as MNTV in the sandbox spec; 3: streams, run input by memfd */
+#define PROTO_VERSION 4 /* 2: mounts travel as MNTV in the sandbox spec; 3: streams, run input by memfd;
+                          4: limits.diskMb, PERR_INSUFFICIENT_STORAGE */
 
 /* Limits, each a named constant with a test at and past it (tests/unit/test_proto.c). */
 #define PROTO_MSG_MAX    65536u /* whole packet, header included */
@@ -64,7 +65,8 @@ enum proto_err {
 	PERR_PAYLOAD_TOO_LARGE,
 	PERR_ENGINE_UNAVAILABLE,
 	PERR_INTERNAL,
-	PERR_MAX_ = PERR_INTERNAL
+	PERR_INSUFFICIENT_STORAGE, /* no disk room for a sandbox's image or a run's record */
+	PERR_MAX_ = PERR_INSUFFICIENT_STORAGE
 };
 
 enum proto_lang { LANG_SH = 0, LANG_PYTHON, LANG_NODE, LANG_MAX_ = LANG_NODE };

@@ -86,7 +86,8 @@ enum sbx_jkind {
 	X(A, B, "",  timeout_ms,   timeout_ms,   U32, "timeoutMs",   SBXJ_UINT, timeout_ms,   0, SBX_TIMEOUT_MS_MAX,   SBX_TIMEOUT_MS_DEFAULT,   SBX_JS_UINT, LIMITS)    \
 	X(A, B, ",", memory_mb,    memory_mb,    U32, "memoryMb",    SBXJ_UINT, memory_mb,    0, SBX_MEMORY_MB_MAX,    SBX_MEMORY_MB_DEFAULT,    SBX_JS_UINT, LIMITS)    \
 	X(A, B, ",", pids,         pids,         U32, "pids",        SBXJ_UINT, pids,         0, SBX_PIDS_MAX,         SBX_PIDS_DEFAULT,         SBX_JS_UINT, LIMITS)    \
-	X(A, B, ",", output_bytes, output_bytes, U64, "outputBytes", SBXJ_UINT, output_bytes, 0, SBX_OUTPUT_BYTES_MAX, SBX_OUTPUT_BYTES_DEFAULT, SBX_JS_UINT, LIMITS)
+	X(A, B, ",", output_bytes, output_bytes, U64, "outputBytes", SBXJ_UINT, output_bytes, 0, SBX_OUTPUT_BYTES_MAX, SBX_OUTPUT_BYTES_DEFAULT, SBX_JS_UINT, LIMITS)    \
+	X(A, B, ",", disk_mb,      disk_mb,      U32, "diskMb",      SBXJ_UINT, disk_mb,      0, SBX_DISK_MB_MAX,      SBX_DISK_MB_DEFAULT,      SBX_JS_UINT, LIMITS)
 /* clang-format on */
 
 /* Read-only members of the sandbox object: a body naming one is refused. */

@@ -156,3 +156,29 @@ Test(policy_gate, unknown_sandbox_is_not_found)
 	struct outcome o = run("sbx_nope", LANG_SH, "true", false);
 	cr_assert_eq(o.err, PERR_NOT_FOUND);
 }
+
+/* A run that ends but cannot be recorded (the database's disk is full: here its page
+ * count is capped where it stands) is an error to the caller, not a result whose GET
+ * would 404; once there is room again runs are recorded as before. */
+Test(policy_gate, a_run_that_cannot_be_recorded_is_an_error)
+{
+	char id[PROTO_ID_MAX + 1];
+	int n = 0;
+	need_bwrap();
+	make_sandbox(id);
+	set_policy(true, true);
+	cr_assert_eq(sqlite3_exec(L.db, "PRAGMA wal_checkpoint(TRUNCATE)", NULL, NULL, NULL), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(L.db, "PRAGMA max_page_count = 1", NULL, NULL, NULL), SQLITE_OK);
+	/* 200 KB of output: the record needs pages the database may not grow to */
+	struct outcome o = run(id, LANG_SH, "head -c 200000 /dev/zero | tr '\\0' x", false);
+	cr_expect_eq(o.err, PERR_INSUFFICIENT_STORAGE, "err %d: %s", o.err, o.msg);
+	cr_expect(strstr(o.msg, "could not be recorded"), "%s", o.msg);
+	store_run_foreach(L.db, id, 10, count_runs, &n);
+	cr_expect_eq(n, 0);
+
+	cr_assert_eq(sqlite3_exec(L.db, "PRAGMA max_page_count = 1073741823", NULL, NULL, NULL), SQLITE_OK);
+	o = run(id, LANG_SH, "echo recorded", false);
+	cr_expect_eq(o.err, 0, "%s", o.msg);
+	store_run_foreach(L.db, id, 10, count_runs, &n);
+	cr_expect_eq(n, 1);
+}

@@ -76,7 +76,7 @@ static const char full_body[] =
 	"\"mounts\":[{\"source\":\"/srv/data\",\"target\":\"data\",\"readOnly\":true},"
 	"{\"source\":\"/srv/out\",\"target\":\"out/x\",\"readOnly\":false}],"
 	"\"env\":{\"HTTPS_PROXY\":\"http://127.0.0.1:8899\",\"EMPTY\":\"\"},"
-	"\"limits\":{\"timeoutMs\":1234,\"memoryMb\":64,\"pids\":32,\"outputBytes\":4096},"
+	"\"limits\":{\"timeoutMs\":1234,\"memoryMb\":64,\"pids\":32,\"outputBytes\":4096,\"diskMb\":32},"
 	"\"tracing\":true,\"image\":\"python:3.12-slim\"}";
 
 static int schema_props(yajl_val *ret)
