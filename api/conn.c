@@ -1,0 +1,398 @@
+/* Every accepted connection gets a record here (through evhttp's bufferevent callback), so
+ * the number of open connections, and with it the descriptors they hold, is bounded:
+ *
+ *  - at most conn_cap in total (API_CONN_MAX, lowered to fit RLIMIT_NOFILE) and
+ *    API_CONN_PER_PEER_MAX per peer address. A connection over a cap closes the oldest
+ *    connection in that scope that is not serving an authenticated request (an idle or
+ *    unauthenticated one); when there is none, the new connection is closed at once. So
+ *    idle sockets cannot lock the door: whoever comes last gets in, and a request that
+ *    passed the token check is never cut for a newcomer.
+ *  - the read/write timeout is API_IDLE_TIMEOUT_S until a call waits on the engine; that
+ *    call alone gets API_WAIT_TIMEOUT_S, and the idle timeout again once it is answered.
+ *  - accept() failing for want of descriptors pauses the listener for API_ACCEPT_PAUSE_MS
+ *    (instead of spinning on a level-triggered listener) after closing the oldest idle
+ *    connection; such errors are logged at most once per API_LOG_EVERY_S, with a count.
+ *
+ * libevent 2.1 answers some requests itself (malformed request line or unknown method:
+ * 400, headers or body over the limit: 413) with an HTML page and offers no hook. The
+ * page is recognised on the connection's output buffer (a response starting at offset 0
+ * whose head says text/html, which this daemon never sends) and replaced, status kept,
+ * by the JSON error document every other refusal uses.
+ *
+ * evhttp hands out its connection object only through the bufferevent's callback argument
+ * (bufferevent_getcb), set after our bufferevent callback returns: conn_check picks it up
+ * from a deferred event in the same loop pass, before the socket is first read. */
+#include "conn.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "api.h"
+#include "json.h"
+#include "log.h"
+
+#define CONN_PEER_MAX  64u   /* an address as evhttp prints it */
+#define CONN_HEAD_MAX  2048u /* libevent's error page head is far shorter */
+
+struct conn {
+	struct conn *prev, *next; /* oldest first */
+	struct bufferevent *bev;
+	struct evhttp_connection *evcon; /* NULL until conn_check */
+	struct evbuffer_cb_entry *out_cb;
+	char peer[CONN_PEER_MAX];
+	bool protected_;  /* an authenticated request is being served */
+	bool page_check;  /* a response began at offset 0: maybe libevent's error page */
+	bool rewriting;
+	void (*on_close)(struct evhttp_connection *, void *);
+	void *on_close_arg;
+};
+
+/* at most one line per API_LOG_EVERY_S; the rest counted */
+struct ratelimit {
+	time_t last;
+	unsigned long suppressed;
+};
+
+static struct {
+	struct conn *head, *tail;
+	unsigned n, cap;
+	struct event *check, *resume;
+	struct evconnlistener *listener;
+	struct ratelimit accept_log, cap_log;
+} C;
+
+/* ---- records ------------------------------------------------------------------------ */
+
+static void conn_unlink(struct conn *k)
+{
+	if (k->prev)
+		k->prev->next = k->next;
+	else
+		C.head = k->next;
+	if (k->next)
+		k->next->prev = k->prev;
+	else
+		C.tail = k->prev;
+	C.n--;
+}
+
+static struct conn *conn_find(struct evhttp_connection *evcon)
+{
+	for (struct conn *k = C.head; k; k = k->next)
+		if (k->evcon == evcon)
+			return k;
+	return NULL;
+}
+
+/* evhttp is freeing the connection (any reason: EOF, timeout, error, eviction) */
+static void conn_closed(struct evhttp_connection *evcon, void *arg)
+{
+	struct conn *k = arg;
+	if (k->on_close)
+		k->on_close(evcon, k->on_close_arg);
+	evbuffer_remove_cb_entry(bufferevent_get_output(k->bev), k->out_cb);
+	conn_unlink(k);
+	free(k);
+}
+
+static bool ratelimit_pass(struct ratelimit *r, unsigned long *ret_suppressed)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (r->last && now.tv_sec - r->last < (time_t)API_LOG_EVERY_S) {
+		r->suppressed++;
+		return false;
+	}
+	r->last = now.tv_sec;
+	*ret_suppressed = r->suppressed;
+	r->suppressed = 0;
+	return true;
+}
+
+/* The oldest connection in scope (peer, or all when NULL) other than `self` that serves
+ * no authenticated request. */
+static struct conn *conn_oldest_idle(const struct conn *self, const char *peer)
+{
+	for (struct conn *k = C.head; k; k = k->next)
+		if (k != self && k->evcon && !k->protected_ && (!peer || strcmp(k->peer, peer) == 0))
+			return k;
+	return NULL;
+}
+
+static unsigned conn_count_peer(const char *peer)
+{
+	unsigned n = 0;
+	for (struct conn *k = C.head; k; k = k->next)
+		if (k->evcon && strcmp(k->peer, peer) == 0)
+			n++;
+	return n;
+}
+
+static void conn_close(struct conn *k, const char *why)
+{
+	unsigned long sup = 0;
+	if (ratelimit_pass(&C.cap_log, &sup))
+		log_warnx("closing a connection from %s: %s (%lu more not logged)", k->peer, why, sup);
+	evhttp_connection_free(k->evcon); /* conn_closed frees k */
+}
+
+/* A new connection: learn its evhttp connection and peer, then hold the caps. */
+static void conn_attach(struct conn *k)
+{
+	void *cbarg = NULL;
+	char *addr = NULL;
+	uint16_t port = 0;
+	struct conn *victim = NULL;
+	const char *why = NULL;
+
+	bufferevent_getcb(k->bev, NULL, NULL, NULL, &cbarg);
+	k->evcon = cbarg;
+	if (!k->evcon || evhttp_connection_get_bufferevent(k->evcon) != k->bev) {
+		k->evcon = NULL; /* not evhttp's: leave it uncounted */
+		conn_unlink(k);
+		free(k);
+		return;
+	}
+	evhttp_connection_get_peer(k->evcon, &addr, &port);
+	snprintf(k->peer, sizeof(k->peer), "%s", addr ? addr : "?");
+	evhttp_connection_set_closecb(k->evcon, conn_closed, k);
+	evhttp_connection_set_timeout(k->evcon, API_IDLE_TIMEOUT_S);
+	if (conn_count_peer(k->peer) > API_CONN_PER_PEER_MAX) {
+		victim = conn_oldest_idle(k, k->peer);
+		why = "per-peer connection limit";
+	} else if (C.n > C.cap) {
+		victim = conn_oldest_idle(k, NULL);
+		why = "connection limit";
+	}
+	if (why)
+		conn_close(victim ? victim : k, why);
+}
+
+static void conn_check(evutil_socket_t s, short w, void *arg)
+{
+	struct conn *k, *next;
+	for (k = C.head; k; k = next) {
+		next = k->next; /* victims are attached, hence older than every unattached one */
+		if (!k->evcon)
+			conn_attach(k);
+	}
+}
+
+/* ---- libevent's error pages ---------------------------------------------------------- */
+
+static const struct {
+	int status;
+	enum proto_err err;
+	const char *msg;
+} conn_pages[] = {
+	{ 400, PERR_INVALID_ARGUMENT, "malformed HTTP request (request line, method or header)" },
+	{ 413, PERR_PAYLOAD_TOO_LARGE, "the request line, headers or body are too large" },
+	{ 417, PERR_INVALID_ARGUMENT, "unsupported Expect header" },
+	{ 501, PERR_INVALID_ARGUMENT, "method not implemented" },
+};
+
+static void conn_page_rewrite(struct evbuffer *buf, size_t old_len, int status)
+{
+	enum proto_err e = status >= 500 ? PERR_INTERNAL : PERR_INVALID_ARGUMENT;
+	const char *msg = "request refused";
+	size_t dlen = 0;
+	char *doc;
+
+	for (size_t i = 0; i < sizeof(conn_pages) / sizeof(conn_pages[0]); i++)
+		if (conn_pages[i].status == status) {
+			e = conn_pages[i].err;
+			msg = conn_pages[i].msg;
+		}
+	if (!(doc = json_error_doc(e, msg, &dlen)))
+		return; /* out of memory: the page goes out as it is */
+	evbuffer_drain(buf, old_len);
+	evbuffer_add_printf(buf,
+	                    "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+	                    "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
+	                    "Connection: close\r\nContent-Length: %zu\r\n\r\n",
+	                    status, status == 413 ? "Payload Too Large" : "Error", dlen);
+	evbuffer_add(buf, doc, dlen);
+	free(doc);
+}
+
+static void conn_out_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+	struct conn *k = arg;
+	char head[CONN_HEAD_MAX + 1];
+	const char *cl;
+	struct evbuffer_ptr end;
+	size_t len = evbuffer_get_length(buf), head_len;
+	unsigned long body_len;
+	int status;
+
+	if (k->rewriting || info->n_added == 0)
+		return;
+	if (info->orig_size == 0)
+		k->page_check = true;
+	if (!k->page_check)
+		return;
+	end = evbuffer_search(buf, "\r\n\r\n", 4, NULL);
+	if (end.pos < 0 || (size_t)end.pos + 4 > CONN_HEAD_MAX) {
+		k->page_check = end.pos < 0 && len <= CONN_HEAD_MAX; /* wait for the head's end */
+		return;
+	}
+	head_len = (size_t)end.pos + 4;
+	evbuffer_copyout(buf, head, head_len);
+	head[head_len] = '\0';
+	if (!strcasestr(head, "\r\nContent-Type: text/html") ||
+	    sscanf(head, "HTTP/1.%*d %d", &status) != 1) {
+		k->page_check = false; /* one of ours */
+		return;
+	}
+	cl = strcasestr(head, "\r\nContent-Length:");
+	body_len = cl ? strtoul(cl + 17, NULL, 10) : 0;
+	if (len < head_len + body_len)
+		return; /* the page's body comes next */
+	k->page_check = false;
+	k->rewriting = true;
+	conn_page_rewrite(buf, head_len + body_len, status);
+	k->rewriting = false;
+}
+
+/* ---- accepting ---------------------------------------------------------------------- */
+
+static struct bufferevent *conn_bev(struct event_base *base, void *arg)
+{
+	struct bufferevent *bev = bufferevent_socket_new(base, -1, 0); /* as evhttp's own */
+	struct conn *k;
+	if (!bev || !(k = calloc(1, sizeof(*k))))
+		return bev; /* NULL: evhttp makes its own, uncounted */
+	k->bev = bev;
+	if (!(k->out_cb = evbuffer_add_cb(bufferevent_get_output(bev), conn_out_cb, k))) {
+		free(k);
+		return bev;
+	}
+	k->prev = C.tail;
+	if (C.tail)
+		C.tail->next = k;
+	else
+		C.head = k;
+	C.tail = k;
+	C.n++;
+	event_active(C.check, EV_TIMEOUT, 1);
+	return bev;
+}
+
+static void conn_resume(evutil_socket_t s, short w, void *arg)
+{
+	evconnlistener_enable(C.listener);
+}
+
+static void conn_accept_error(struct evconnlistener *l, void *arg)
+{
+	int err = EVUTIL_SOCKET_ERROR();
+	unsigned long sup = 0;
+	const struct timeval pause = { 0, (suseconds_t)API_ACCEPT_PAUSE_MS * 1000 };
+	bool out_of_fds = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+
+	if (out_of_fds) {
+		struct conn *victim = conn_oldest_idle(NULL, NULL);
+		evconnlistener_disable(l);
+		evtimer_add(C.resume, &pause);
+		if (victim)
+			evhttp_connection_free(victim->evcon);
+	}
+	if (ratelimit_pass(&C.accept_log, &sup))
+		log_warnx("accept: %s%s (%lu more not logged)", strerror(err),
+		          out_of_fds ? ": listener paused" : "", sup);
+}
+
+int conn_raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return -errno;
+	if (rl.rlim_cur == rl.rlim_max)
+		return 0;
+	rl.rlim_cur = rl.rlim_max;
+	return setrlimit(RLIMIT_NOFILE, &rl) < 0 ? -errno : 0;
+}
+
+int conn_init(struct api *A, struct evconnlistener *l)
+{
+	struct rlimit rl;
+	C.cap = API_CONN_MAX;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    rl.rlim_cur < (rlim_t)API_CONN_MAX + API_FD_RESERVE)
+		C.cap = rl.rlim_cur > 2u * API_FD_RESERVE ? (unsigned)rl.rlim_cur - API_FD_RESERVE
+		                                          : (unsigned)rl.rlim_cur / 2u;
+	if (!(C.check = event_new(A->base, -1, 0, conn_check, NULL)) ||
+	    !(C.resume = evtimer_new(A->base, conn_resume, NULL)))
+		return -ENOMEM;
+	C.listener = l;
+	evconnlistener_set_error_cb(l, conn_accept_error);
+	evhttp_set_bevcb(A->http, conn_bev, NULL);
+	evhttp_set_timeout(A->http, API_IDLE_TIMEOUT_S);
+	return 0;
+}
+
+void conn_fini(void)
+{
+	while (C.head) {
+		struct conn *k = C.head;
+		conn_unlink(k);
+		free(k);
+	}
+	if (C.check)
+		event_free(C.check);
+	if (C.resume)
+		event_free(C.resume);
+	C.check = C.resume = NULL;
+}
+
+/* ---- serving ------------------------------------------------------------------------ */
+
+static void conn_request_done(struct evhttp_request *req, void *arg)
+{
+	struct conn *k = conn_find(evhttp_request_get_connection(req));
+	if (k)
+		k->protected_ = false;
+}
+
+void conn_protect(struct evhttp_request *req)
+{
+	struct conn *k = conn_find(evhttp_request_get_connection(req));
+	if (!k)
+		return;
+	k->protected_ = true;
+	evhttp_request_set_on_complete_cb(req, conn_request_done, NULL);
+}
+
+void conn_wait(struct evhttp_request *req, void (*fn)(struct evhttp_connection *, void *),
+               void *arg)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct conn *k = conn_find(evcon);
+	evhttp_connection_set_timeout(evcon, API_WAIT_TIMEOUT_S);
+	if (!k) { /* uncounted (out of memory at accept): evhttp's own callback */
+		evhttp_connection_set_closecb(evcon, fn, arg);
+		return;
+	}
+	k->on_close = fn;
+	k->on_close_arg = arg;
+}
+
+void conn_unwait(struct evhttp_connection *evcon)
+{
+	struct conn *k = conn_find(evcon);
+	evhttp_connection_set_timeout(evcon, API_IDLE_TIMEOUT_S);
+	if (!k) {
+		evhttp_connection_set_closecb(evcon, NULL, NULL);
+		return;
+	}
+	k->on_close = NULL;
+	k->on_close_arg = NULL;
+}
