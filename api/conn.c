@@ -41,6 +41,7 @@
 
 #define CONN_PEER_MAX  64u   /* an address as evhttp prints it */
 #define CONN_HEAD_MAX  2048u /* libevent's error page head is far shorter */
+#define CONN_EMFILE_SLACK 16u /* descriptors freed when accept() found none */
 
 struct conn {
 	struct conn *prev, *next; /* oldest first */
@@ -299,15 +300,19 @@ static void conn_accept_error(struct evconnlistener *l, void *arg)
 	bool out_of_fds = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
 
 	if (out_of_fds) {
-		struct conn *victim = conn_oldest_idle(NULL, NULL);
+		struct conn *victim;
+		/* the budget was smaller than RLIMIT_NOFILE said (descriptors held elsewhere, or
+		 * the limit lowered under us): the cap becomes what fit, less some slack, so
+		 * from now on a newcomer replaces the oldest idle connection */
+		C.cap = C.n > CONN_EMFILE_SLACK + 1u ? C.n - CONN_EMFILE_SLACK : 1u;
+		while (C.n > C.cap && (victim = conn_oldest_idle(NULL, NULL)))
+			evhttp_connection_free(victim->evcon);
 		evconnlistener_disable(l);
 		evtimer_add(C.resume, &pause);
-		if (victim)
-			evhttp_connection_free(victim->evcon);
 	}
 	if (ratelimit_pass(&C.accept_log, &sup))
-		log_warnx("accept: %s%s (%lu more not logged)", strerror(err),
-		          out_of_fds ? ": listener paused" : "", sup);
+		log_warnx("accept: %s: %s%u (%lu more not logged)", strerror(err),
+		          out_of_fds ? "listener paused, connection cap " : "cap ", C.cap, sup);
 }
 
 int conn_raise_nofile(void)
