@@ -33,6 +33,7 @@ TestSuite(conn_limits, .init = sbx_it_init, .fini = sbx_it_fini, .timeout = 120)
 #define HOLD_S        3u    /* how long the flood is held while sbx-api is watched */
 #define PROMPT_MS     2000u /* /health during a flood must answer within this */
 #define LOG_GROWTH_MAX (64u * 1024u) /* bytes of log a whole flood may cost */
+#define WAIT_RUN_S    "12"  /* a run longer than API_IDLE_TIMEOUT_S */
 #define CPU_TICKS_MAX 50u   /* sbx-api's utime+stime over HOLD_S (a spin costs ~300) */
 
 static int flood[FLOOD_MAX];
@@ -292,6 +293,39 @@ Test(conn_limits, idle_unauthenticated_connection_times_out)
 	cr_expect_geq(closed_quiet, (API_IDLE_TIMEOUT_S - 1) * 1000ull, "closed too early");
 	close(quiet);
 	close(partial);
+}
+
+/* A call waiting on a run longer than the idle timeout keeps its connection: it has the
+ * long timeout, and a flood over the total cap closes idle sockets, never it. */
+Test(conn_limits, waiting_run_outlives_idle_timeout_and_flood)
+{
+	char id[128], path[256];
+	struct bg_req b;
+	sbx_require_bwrap();
+	raise_own_nofile();
+	sbx_create(&sbx_it, NULL, id, sizeof(id));
+	snprintf(path, sizeof(path), "/api/sandbox/sandboxes/%s/runs", id);
+	_cleanup_free_ char *body =
+		run_body("sh", "sleep " WAIT_RUN_S "; echo done", NULL, 60000);
+	cr_assert(body);
+	cr_assert(bg_req_start(&b, &sbx_it, "POST", path, body, 60) == 0);
+	sleep_ms(1000);
+	for (unsigned p = 0; p < 6; p++) { /* 600 sockets: over the total cap of 512 */
+		char src[32];
+		snprintf(src, sizeof(src), "127.0.0.%u", p + 2);
+		flood_open(src, 100);
+	}
+	sleep_ms(300);
+	unsigned held = flood_count_open();
+	cr_expect_leq(held, API_CONN_MAX, "%u connections held", held);
+	_cleanup_resp_ struct http_resp r = bg_req_join(&b);
+	printf("waiting run: %d after %llu ms; %u flood sockets held during it\n", r.status,
+	       b.finished_ms - b.started_ms, held);
+	assert_status(r, 200);
+	cr_expect_str_eq(js_str(r.json, "stdout") ? js_str(r.json, "stdout") : "", "done\n", "%s",
+	                 r.body);
+	cr_expect_geq(b.finished_ms - b.started_ms, (API_IDLE_TIMEOUT_S + 1) * 1000ull);
+	flood_close();
 }
 
 /* ---- libevent's own refusals ---------------------------------------------------------- */
