@@ -189,37 +189,38 @@ static void conn_check(evutil_socket_t s, short w, void *arg)
 
 /* ---- libevent's error pages ---------------------------------------------------------- */
 
-static const struct {
+static const struct conn_page {
 	int status;
+	const char *reason;
 	enum proto_err err;
 	const char *msg;
 } conn_pages[] = {
-	{ 400, PERR_INVALID_ARGUMENT, "malformed HTTP request (request line, method or header)" },
-	{ 413, PERR_PAYLOAD_TOO_LARGE, "the request line, headers or body are too large" },
-	{ 417, PERR_INVALID_ARGUMENT, "unsupported Expect header" },
-	{ 501, PERR_INVALID_ARGUMENT, "method not implemented" },
+	{ 400, "Bad Request", PERR_INVALID_ARGUMENT,
+	  "malformed HTTP request (request line, header or size)" },
+	{ 413, "Payload Too Large", PERR_PAYLOAD_TOO_LARGE, "the request body is too large" },
+	{ 417, "Expectation Failed", PERR_INVALID_ARGUMENT, "unsupported Expect header" },
+	{ 501, "Not Implemented", PERR_INVALID_ARGUMENT, "unknown HTTP method" },
 };
 
 static void conn_page_rewrite(struct evbuffer *buf, size_t old_len, int status)
 {
-	enum proto_err e = status >= 500 ? PERR_INTERNAL : PERR_INVALID_ARGUMENT;
-	const char *msg = "request refused";
+	static const struct conn_page other = { 0, "Error", PERR_INVALID_ARGUMENT,
+		                                "request refused" };
+	const struct conn_page *pg = &other;
 	size_t dlen = 0;
 	char *doc;
 
 	for (size_t i = 0; i < sizeof(conn_pages) / sizeof(conn_pages[0]); i++)
-		if (conn_pages[i].status == status) {
-			e = conn_pages[i].err;
-			msg = conn_pages[i].msg;
-		}
-	if (!(doc = json_error_doc(e, msg, &dlen)))
+		if (conn_pages[i].status == status)
+			pg = &conn_pages[i];
+	if (!(doc = json_error_doc(pg->err, pg->msg, &dlen)))
 		return; /* out of memory: the page goes out as it is */
 	evbuffer_drain(buf, old_len);
 	evbuffer_add_printf(buf,
 	                    "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
 	                    "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
 	                    "Connection: close\r\nContent-Length: %zu\r\n\r\n",
-	                    status, status == 413 ? "Payload Too Large" : "Error", dlen);
+	                    status, pg->reason, dlen);
 	evbuffer_add(buf, doc, dlen);
 	free(doc);
 }
@@ -229,7 +230,7 @@ static void conn_out_cb(struct evbuffer *buf, const struct evbuffer_cb_info *inf
 	struct conn *k = arg;
 	char head[CONN_HEAD_MAX + 1];
 	const char *cl;
-	struct evbuffer_ptr end;
+	struct evbuffer_ptr end, limit;
 	size_t len = evbuffer_get_length(buf), head_len;
 	unsigned long body_len;
 	int status;
@@ -240,9 +241,10 @@ static void conn_out_cb(struct evbuffer *buf, const struct evbuffer_cb_info *inf
 		k->page_check = true;
 	if (!k->page_check)
 		return;
-	end = evbuffer_search(buf, "\r\n\r\n", 4, NULL);
-	if (end.pos < 0 || (size_t)end.pos + 4 > CONN_HEAD_MAX) {
-		k->page_check = end.pos < 0 && len <= CONN_HEAD_MAX; /* wait for the head's end */
+	evbuffer_ptr_set(buf, &limit, len < CONN_HEAD_MAX ? len : CONN_HEAD_MAX, EVBUFFER_PTR_SET);
+	end = evbuffer_search_range(buf, "\r\n\r\n", 4, NULL, &limit);
+	if (end.pos < 0) {
+		k->page_check = len < CONN_HEAD_MAX; /* wait for the head's end */
 		return;
 	}
 	head_len = (size_t)end.pos + 4;

@@ -236,6 +236,7 @@ static void flood_and_watch(rlim_t nofile, unsigned peers, unsigned per_peer)
 	cr_expect_lt(log_size() - log0, (long long)LOG_GROWTH_MAX, "the log grew by %lld bytes",
 	             log_size() - log0);
 	flood_close();
+	cr_expect_eq(api_pid(), pid, "sbx-api was restarted during the flood");
 }
 
 /* ~1100 idle sockets against the usual 1024 descriptor limit: the reported lock-out */
@@ -349,6 +350,7 @@ Test(conn_limits, libevent_refusals_are_json)
 {
 	char buf[256];
 	const size_t big_hdr = 16384;
+	pid_t pid = api_pid();
 	_cleanup_free_ char *hdrs = malloc(big_hdr + 256);
 	cr_assert(hdrs);
 
@@ -373,4 +375,5 @@ Test(conn_limits, libevent_refusals_are_json)
 	expect_json_error("a method no route takes", buf, strlen(buf), 405);
 
 	expect_health_prompt("after the refusals");
+	cr_expect_eq(api_pid(), pid, "sbx-api was restarted by the refused requests");
 }
