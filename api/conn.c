@@ -9,6 +9,9 @@
  *    passed the token check is never cut for a newcomer.
  *  - the read/write timeout is API_IDLE_TIMEOUT_S until a call waits on the engine; that
  *    call alone gets API_WAIT_TIMEOUT_S, and the idle timeout again once it is answered.
+ *    A timeout restarts with each byte, so a sweep once a second also closes a connection
+ *    that has not delivered an authenticated request within API_REQUEST_DEADLINE_S of
+ *    its accept or its last answer (a request trickled in byte by byte).
  *  - accept() failing for want of descriptors pauses the listener for API_ACCEPT_PAUSE_MS
  *    (instead of spinning on a level-triggered listener) after closing the oldest idle
  *    connection; such errors are logged at most once per API_LOG_EVERY_S, with a count.
@@ -48,6 +51,7 @@ struct conn {
 	struct bufferevent *bev;
 	struct evhttp_connection *evcon; /* NULL until conn_check */
 	struct evbuffer_cb_entry *out_cb;
+	uint64_t since_ms; /* accepted, or last authenticated request answered */
 	char peer[CONN_PEER_MAX];
 	bool protected_;  /* an authenticated request is being served */
 	bool page_check;  /* a response began at offset 0: maybe libevent's error page */
@@ -65,7 +69,7 @@ struct ratelimit {
 static struct {
 	struct conn *head, *tail;
 	unsigned n, cap;
-	struct event *check, *resume;
+	struct event *check, *resume, *sweep;
 	struct evconnlistener *listener;
 	struct ratelimit accept_log, cap_log;
 } C;
@@ -102,6 +106,13 @@ static void conn_closed(struct evhttp_connection *evcon, void *arg)
 	evbuffer_remove_cb_entry(bufferevent_get_output(k->bev), k->out_cb);
 	conn_unlink(k);
 	free(k);
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
 }
 
 static bool ratelimit_pass(struct ratelimit *r, unsigned long *ret_suppressed)
@@ -175,6 +186,19 @@ static void conn_attach(struct conn *k)
 	}
 	if (why)
 		conn_close(victim ? victim : k, why);
+}
+
+static void conn_sweep(evutil_socket_t s, short w, void *arg)
+{
+	uint64_t now = mono_ms();
+	struct conn *k, *next;
+	for (k = C.head; k; k = next) {
+		next = k->next; /* closing k frees only k */
+		if (k->evcon && !k->protected_ && now - k->since_ms > API_REQUEST_DEADLINE_S * 1000ull)
+			conn_close(k, "no authenticated request in time");
+	}
+	if (!C.head)
+		event_del(C.sweep);
 }
 
 static void conn_check(evutil_socket_t s, short w, void *arg)
@@ -274,6 +298,7 @@ static struct bufferevent *conn_bev(struct event_base *base, void *arg)
 	if (!bev || !(k = calloc(1, sizeof(*k))))
 		return bev; /* NULL: evhttp makes its own, uncounted */
 	k->bev = bev;
+	k->since_ms = mono_ms();
 	if (!(k->out_cb = evbuffer_add_cb(bufferevent_get_output(bev), conn_out_cb, k))) {
 		free(k);
 		return bev;
@@ -286,6 +311,10 @@ static struct bufferevent *conn_bev(struct event_base *base, void *arg)
 	C.tail = k;
 	C.n++;
 	event_active(C.check, EV_TIMEOUT, 1);
+	if (!evtimer_pending(C.sweep, NULL)) {
+		const struct timeval every = { 1, 0 };
+		evtimer_add(C.sweep, &every);
+	}
 	return bev;
 }
 
@@ -337,7 +366,8 @@ int conn_init(struct api *A, struct evconnlistener *l)
 		C.cap = rl.rlim_cur > 2u * API_FD_RESERVE ? (unsigned)rl.rlim_cur - API_FD_RESERVE
 		                                          : (unsigned)rl.rlim_cur / 2u;
 	if (!(C.check = event_new(A->base, -1, 0, conn_check, NULL)) ||
-	    !(C.resume = evtimer_new(A->base, conn_resume, NULL)))
+	    !(C.resume = evtimer_new(A->base, conn_resume, NULL)) ||
+	    !(C.sweep = event_new(A->base, -1, EV_PERSIST, conn_sweep, NULL)))
 		return -ENOMEM;
 	C.listener = l;
 	evconnlistener_set_error_cb(l, conn_accept_error);
@@ -357,7 +387,9 @@ void conn_fini(void)
 		event_free(C.check);
 	if (C.resume)
 		event_free(C.resume);
-	C.check = C.resume = NULL;
+	if (C.sweep)
+		event_free(C.sweep);
+	C.check = C.resume = C.sweep = NULL;
 }
 
 /* ---- serving ------------------------------------------------------------------------ */
@@ -365,8 +397,10 @@ void conn_fini(void)
 static void conn_request_done(struct evhttp_request *req, void *arg)
 {
 	struct conn *k = conn_find(evhttp_request_get_connection(req));
-	if (k)
+	if (k) {
 		k->protected_ = false;
+		k->since_ms = mono_ms();
+	}
 }
 
 void conn_protect(struct evhttp_request *req)

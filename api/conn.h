@@ -11,6 +11,7 @@
 #define API_CONN_PER_PEER_MAX 128u /* ... from one peer address */
 #define API_FD_RESERVE        64u  /* descriptors kept for channels, logs, the listener */
 #define API_IDLE_TIMEOUT_S    10   /* read/write timeout until a call waits on the engine */
+#define API_REQUEST_DEADLINE_S 30  /* a whole request, from accept or the last answer */
 #define API_WAIT_TIMEOUT_S    3700 /* a call waiting on a run: longer than the longest deadline */
 #define API_ACCEPT_PAUSE_MS   100u /* the listener rests this long after EMFILE/ENFILE */
 #define API_LOG_EVERY_S       1u   /* at most one line per kind of trouble per interval */

@@ -296,6 +296,30 @@ Test(conn_limits, idle_unauthenticated_connection_times_out)
 	close(partial);
 }
 
+/* A request trickled in a byte every 2 s never lets the idle timeout fire; the request
+ * deadline cuts it all the same. */
+Test(conn_limits, trickled_request_is_cut_at_the_deadline)
+{
+	const char start[] = "GET /api/sandbox/health HTTP/1.1\r\nX-Slow: ";
+	int fd = open_idle("127.0.0.1", sbx_it.port);
+	unsigned long long t0 = mono_ms(), closed = 0;
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(send(fd, start, sizeof(start) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(start) - 1);
+	while (mono_ms() - t0 < (API_REQUEST_DEADLINE_S + 5) * 1000ull) {
+		sleep_ms(2000);
+		if (!still_open(fd) || send(fd, "a", 1, MSG_NOSIGNAL) != 1) {
+			closed = mono_ms() - t0;
+			break;
+		}
+	}
+	printf("trickle: closed after %llu ms\n", closed);
+	cr_expect(closed, "a request trickled for %d s is still being read",
+	          API_REQUEST_DEADLINE_S + 5);
+	cr_expect_geq(closed, (API_REQUEST_DEADLINE_S - 2) * 1000ull, "cut too early");
+	close(fd);
+	expect_health_prompt("after the trickle");
+}
+
 /* A call waiting on a run longer than the idle timeout keeps its connection: it has the
  * long timeout, and a flood over the total cap closes idle sockets, never it. */
 Test(conn_limits, waiting_run_outlives_idle_timeout_and_flood)
