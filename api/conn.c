@@ -24,7 +24,9 @@
  *
  * evhttp hands out its connection object only through the bufferevent's callback argument
  * (bufferevent_getcb), set after our bufferevent callback returns: conn_check picks it up
- * from a deferred event in the same loop pass, before the socket is first read. */
+ * from a deferred event in the same loop pass, before the socket is first read. (Only if
+ * evhttp ran out of memory setting the connection up would it free the bufferevent before
+ * that; libevent 2.1.12 does nothing else in between.) */
 #include "conn.h"
 
 #include <errno.h>
@@ -169,6 +171,7 @@ static void conn_attach(struct conn *k)
 	k->evcon = cbarg;
 	if (!k->evcon || evhttp_connection_get_bufferevent(k->evcon) != k->bev) {
 		k->evcon = NULL; /* not evhttp's: leave it uncounted */
+		evbuffer_remove_cb_entry(bufferevent_get_output(k->bev), k->out_cb);
 		conn_unlink(k);
 		free(k);
 		return;
