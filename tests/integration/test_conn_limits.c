@@ -371,6 +371,35 @@ Test(conn_limits, waiting_run_outlives_idle_timeout_and_flood)
 	flood_close();
 }
 
+/* sbx-api raises its soft RLIMIT_NOFILE to the hard limit at start (the caps are sized to
+ * it): started with soft 1024 under a higher hard limit, it runs with soft == hard. */
+Test(conn_limits, soft_nofile_is_raised_to_hard, .init = NULL, .fini = NULL)
+{
+	struct rlimit own, low;
+	struct sbxd e = { .pid = -1 };
+	char path[64], line[256];
+	unsigned long long soft = 0, hard = 0;
+	cr_assert(getrlimit(RLIMIT_NOFILE, &own) == 0);
+	if (own.rlim_max <= 1024)
+		cr_skip_test("the hard RLIMIT_NOFILE is %llu: nothing to raise to",
+		             (unsigned long long)own.rlim_max);
+	low = (struct rlimit){ 1024, own.rlim_max };
+	cr_assert(setrlimit(RLIMIT_NOFILE, &low) == 0);
+	int r = sbxd_start(&e); /* sbxd and its children inherit soft 1024 */
+	cr_assert(setrlimit(RLIMIT_NOFILE, &own) == 0);
+	cr_assert(r == 0, "sbxd did not start: %s", strerror(-r));
+	_cleanup_resp_ struct http_resp h = http_req(&e, "GET", HEALTH, NULL, NULL);
+	snprintf(path, sizeof(path), "/proc/%lld/limits", js_int(h.json, "processes.api", 0));
+	FILE *f = fopen(path, "re");
+	cr_assert_not_null(f, "%s", path);
+	while (fgets(line, sizeof(line), f))
+		sscanf(line, "Max open files %llu %llu", &soft, &hard);
+	fclose(f);
+	sbxd_stop(&e);
+	printf("sbx-api RLIMIT_NOFILE: soft %llu, hard %llu\n", soft, hard);
+	cr_expect(soft > 1024 && soft == hard, "sbx-api runs with soft %llu, hard %llu", soft, hard);
+}
+
 /* ---- libevent's own refusals ---------------------------------------------------------- */
 
 static void expect_json_error(const char *what, const char *req, size_t len, int want)
