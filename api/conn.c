@@ -47,6 +47,7 @@
 #define CONN_PEER_MAX  64u   /* an address as evhttp prints it */
 #define CONN_HEAD_MAX  2048u /* libevent's error page head is far shorter */
 #define CONN_EMFILE_SLACK 16u /* descriptors freed when accept() found none */
+#define CONN_ACCEPT_BATCH 32u /* accepts before the caps are applied to them */
 
 struct conn {
 	struct conn *prev, *next; /* oldest first */
@@ -71,6 +72,9 @@ struct ratelimit {
 static struct {
 	struct conn *head, *tail;
 	unsigned n, cap;
+	unsigned unattached;    /* accepted, not yet seen by conn_check */
+	bool batch_paused;      /* listener off until conn_check has applied the caps */
+	bool emfile_paused;     /* listener off until conn_resume */
 	struct event *check, *resume, *sweep;
 	struct evconnlistener *listener;
 	struct ratelimit accept_log, cap_log;
@@ -167,6 +171,7 @@ static void conn_attach(struct conn *k)
 	struct conn *victim = NULL;
 	const char *why = NULL;
 
+	C.unattached--;
 	bufferevent_getcb(k->bev, NULL, NULL, NULL, &cbarg);
 	k->evcon = cbarg;
 	if (!k->evcon || evhttp_connection_get_bufferevent(k->evcon) != k->bev) {
@@ -211,6 +216,11 @@ static void conn_check(evutil_socket_t s, short w, void *arg)
 		next = k->next; /* victims are attached, hence older than every unattached one */
 		if (!k->evcon)
 			conn_attach(k);
+	}
+	if (C.batch_paused) {
+		C.batch_paused = false;
+		if (!C.emfile_paused)
+			evconnlistener_enable(C.listener);
 	}
 }
 
@@ -314,6 +324,13 @@ static struct bufferevent *conn_bev(struct event_base *base, void *arg)
 	C.tail = k;
 	C.n++;
 	event_active(C.check, EV_TIMEOUT, 1);
+	/* evconnlistener accepts until EAGAIN before conn_check can run: a backlog of
+	 * thousands would open them all (and hit EMFILE) before a cap is applied. Stop the
+	 * loop here; conn_check turns the listener on again in this same loop pass. */
+	if (++C.unattached >= CONN_ACCEPT_BATCH && !C.batch_paused) {
+		C.batch_paused = true;
+		evconnlistener_disable(C.listener);
+	}
 	if (!evtimer_pending(C.sweep, NULL)) {
 		const struct timeval every = { 1, 0 };
 		evtimer_add(C.sweep, &every);
@@ -323,7 +340,9 @@ static struct bufferevent *conn_bev(struct event_base *base, void *arg)
 
 static void conn_resume(evutil_socket_t s, short w, void *arg)
 {
-	evconnlistener_enable(C.listener);
+	C.emfile_paused = false;
+	if (!C.batch_paused)
+		evconnlistener_enable(C.listener);
 }
 
 static void conn_accept_error(struct evconnlistener *l, void *arg)
@@ -338,10 +357,13 @@ static void conn_accept_error(struct evconnlistener *l, void *arg)
 		/* the budget was smaller than RLIMIT_NOFILE said (descriptors held elsewhere, or
 		 * the limit lowered under us): the cap becomes what fit, less some slack, so
 		 * from now on a newcomer replaces the oldest idle connection */
-		C.cap = C.n > CONN_EMFILE_SLACK + 1u ? C.n - CONN_EMFILE_SLACK : 1u;
+		unsigned fit = C.n > CONN_EMFILE_SLACK + 1u ? C.n - CONN_EMFILE_SLACK : 1u;
+		if (fit < C.cap)
+			C.cap = fit;
 		while (C.n > C.cap && (victim = conn_oldest_idle(NULL, NULL)))
 			evhttp_connection_free(victim->evcon);
 		evconnlistener_disable(l);
+		C.emfile_paused = true;
 		evtimer_add(C.resume, &pause);
 	}
 	if (ratelimit_pass(&C.accept_log, &sup))

@@ -240,14 +240,16 @@ static unsigned flood_and_watch(rlim_t nofile, unsigned peers, unsigned per_peer
 	sleep_ms(HOLD_S * 1000u);
 	cpu1 = cpu_ticks(pid);
 	fds = count_fds(pid);
+	unsigned held = flood_count_open();
 	printf("flood: %u of %u connects succeeded, %u still open; sbx-api: %u fds, %llu cpu ticks "
 	       "in %u s, log +%lld bytes\n",
-	       opened, peers * per_peer, flood_count_open(), fds, cpu1 - cpu0, HOLD_S,
+	       opened, peers * per_peer, held, fds, cpu1 - cpu0, HOLD_S,
 	       log_size() - log0);
 	expect_health_prompt("during the flood");
 	cr_expect_lt(cpu1 - cpu0, CPU_TICKS_MAX, "sbx-api spent %llu ticks in %u s holding idle "
 	             "connections", cpu1 - cpu0, HOLD_S);
 	cr_expect_leq(fds, (unsigned)nofile, "sbx-api holds %u descriptors", fds);
+	cr_expect_leq(held, API_CONN_MAX, "%u flood connections held open", held);
 	cr_expect_lt(log_size() - log0, (long long)LOG_GROWTH_MAX, "the log grew by %lld bytes",
 	             log_size() - log0);
 	flood_close();
