@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn.h"
 #include "json.h"
 #include "sse.h"
 #include "stubs.h"
@@ -87,7 +88,7 @@ static void call_done(void *arg, int status, char *body, size_t len)
 	struct call *c = arg;
 	inflight_put(&api_inflight);
 	if (c->req) {
-		evhttp_connection_set_closecb(c->conn, NULL, NULL);
+		conn_unwait(c->conn);
 		if (c->sse) {
 			const char *name = NULL;
 			size_t dlen = 0;
@@ -136,7 +137,7 @@ void call_start(struct evhttp_request *req, const struct op_row *row, const stru
 	c->req = req;
 	c->conn = evhttp_request_get_connection(req);
 	c->door = door;
-	evhttp_connection_set_closecb(c->conn, call_conn_closed, c);
+	conn_wait(req, call_conn_closed, c);
 	sa.chunk = stream_token ? call_chunk : NULL;
 	op_start(row, &sa, call_done, c);
 }

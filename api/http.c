@@ -15,6 +15,7 @@
 #include "api.h"
 #include "call.h"
 #include "cleanup.h"
+#include "conn.h"
 #include "json.h"
 #include "log.h"
 #include "mcp.h"
@@ -22,7 +23,6 @@
 #include "route.h"
 #include "sse.h"
 
-#define HTTP_TIMEOUT_S       3700 /* longer than the longest run deadline (one hour) */
 #define HTTP_HEADERS_MAX     8192
 void http_reply(struct evhttp_request *req, int status, const char *body, size_t len)
 {
@@ -319,6 +319,7 @@ static void gen_cb(struct evhttp_request *req, void *arg)
 		free(path);
 		return;
 	}
+	conn_protect(req); /* authenticated: not closed to make room for a newcomer */
 	if (strcmp(path, "/mcp") == 0)
 		mcp_handle(req);
 	else if (strncmp(path, "/api/sandbox/", 13) == 0 || strcmp(path, "/api/sandbox") == 0)
@@ -338,18 +339,25 @@ static void libevent_log(int severity, const char *msg)
 
 int http_start(struct api *A, const char *host, uint16_t port)
 {
+	struct evhttp_bound_socket *bound;
+	int r;
 	event_set_log_callback(libevent_log);
 	if (!(A->http = evhttp_new(A->base)))
 		return -ENOMEM;
-	/* limits before binding (as Bitcoin Core's httpserver does) */
-	evhttp_set_timeout(A->http, HTTP_TIMEOUT_S);
+	/* limits before binding (as Bitcoin Core's httpserver does); the timeouts are set
+	 * per connection by conn.c. Every method reaches gen_cb, which answers the ones no
+	 * route takes (405, JSON) rather than libevent (501, HTML). */
 	evhttp_set_max_headers_size(A->http, HTTP_HEADERS_MAX);
 	evhttp_set_max_body_size(A->http, JSON_BODY_MAX);
-	evhttp_set_allowed_methods(A->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
-	                                        EVHTTP_REQ_PATCH | EVHTTP_REQ_DELETE);
+	evhttp_set_allowed_methods(A->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+	                                        EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+	                                        EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
+	                                        EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
 	evhttp_set_gencb(A->http, gen_cb, NULL);
-	if (!evhttp_bind_socket_with_handle(A->http, host, port))
+	if (!(bound = evhttp_bind_socket_with_handle(A->http, host, port)))
 		return -EADDRINUSE;
+	if ((r = conn_init(A, evhttp_bound_socket_get_listener(bound))) < 0)
+		return r;
 	snprintf(A->host_port, sizeof(A->host_port), "%u", (unsigned)port);
 	return 0;
 }

@@ -18,6 +18,7 @@
 #include "api.h"
 #include "cleanup.h"
 #include "confine.h"
+#include "conn.h"
 #include "http.h"
 #include "listen.h"
 #include "log.h"
@@ -251,6 +252,9 @@ int main(int argc, char **argv)
 	if (!API->sbxd)
 		fatalx("no sbxd channel on fd %d", SBX_FD_PARENT);
 	attach_launcher(SBX_FD_PEER);
+	/* before confinement: the descriptor budget the connection caps are sized to */
+	if ((r = conn_raise_nofile()) < 0)
+		log_warnx("raising RLIMIT_NOFILE: %s", strerror(-r));
 	if ((r = http_start(API, host, port)) < 0)
 		fatalx("cannot listen on %s:%u: %s", host, (unsigned)port, strerror(-r));
 	term = evsignal_new(API->base, SIGTERM, on_term, NULL);
@@ -261,6 +265,7 @@ int main(int argc, char **argv)
 	         API->no_auth ? "off" : "bearer token");
 	event_base_dispatch(API->base);
 	evhttp_free(API->http);
+	conn_fini();
 	event_free(term);
 	proto_chan_free(API->launcher);
 	proto_chan_free(API->sbxd);
