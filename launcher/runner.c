@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <linux/sched.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -164,13 +166,80 @@ static void stream_close(struct stream *s)
 	s->eof = true;
 }
 
+/* ---- groups that outlive their run for a moment ---------------------------------------- */
+
+/* The inner bwrap can outlive the outer one for a moment (sbxd reaps it as subreaper), so
+ * a run's group may still be busy when the run is freed. It is retried from a timer, never
+ * by sleeping in the loop; after RUNNER_CG_RETRIES the next start's sweep takes it. */
+struct cg_later {
+	LIST_ENTRY(cg_later) entry;
+	struct cgroup_run cg;
+	unsigned tries;
+};
+static LIST_HEAD(, cg_later) cg_later_list = LIST_HEAD_INITIALIZER(cg_later_list);
+static struct event *cg_later_ev;
+
+static void cg_later_arm(void)
+{
+	const struct timeval tv = { 0, RUNNER_CG_RETRY_MS * 1000 };
+	if (cg_later_ev && !LIST_EMPTY(&cg_later_list))
+		evtimer_add(cg_later_ev, &tv);
+}
+
+static void cg_later_cb(evutil_socket_t unused, short what, void *arg)
+{
+	struct cg_later *c, *next;
+	for (c = LIST_FIRST(&cg_later_list); c; c = next) {
+		next = LIST_NEXT(c, entry);
+		bool gone = cgroup_run_remove(&c->cg) == 0;
+		if (!gone && ++c->tries < RUNNER_CG_RETRIES)
+			continue;
+		if (!gone)
+			log_warnx("a run's cgroup stayed busy; the next start's sweep removes it");
+		LIST_REMOVE(c, entry);
+		free(c);
+	}
+	cg_later_arm();
+}
+
+static void cg_remove(struct launcher *L, struct cgroup_run *cg)
+{
+	struct cg_later *c;
+	if (cgroup_run_remove(cg) == 0)
+		return;
+	if (!cg_later_ev)
+		cg_later_ev = evtimer_new(L->base, cg_later_cb, NULL);
+	if (!cg_later_ev || !(c = calloc(1, sizeof(*c)))) {
+		cgroup_run_destroy(cg); /* no memory for later: wait for it now */
+		return;
+	}
+	c->cg = *cg;
+	LIST_INSERT_HEAD(&cg_later_list, c, entry);
+	cg_later_arm();
+}
+
+/* The loop has ended: what is still busy is waited for (briefly) now. */
+static void cg_later_flush(void)
+{
+	struct cg_later *c;
+	while ((c = LIST_FIRST(&cg_later_list))) {
+		cgroup_run_destroy(&c->cg);
+		LIST_REMOVE(c, entry);
+		free(c);
+	}
+	if (cg_later_ev) {
+		event_free(cg_later_ev);
+		cg_later_ev = NULL;
+	}
+}
+
 /* The one free path, and the registry's guard: whatever way the run ends, every group it
  * registered is withdrawn here (and from sbxd's mirror). */
 static void run_free(struct run *r)
 {
 	registry_release_run(registry_launcher(), r->res.id);
 	if (r->have_cg)
-		cgroup_run_destroy(&r->cg);
+		cg_remove(r->L, &r->cg);
 	ev_freep(&r->in_ev);
 	ev_freep(&r->info_ev);
 	ev_freep(&r->deadline_ev);
@@ -459,6 +528,8 @@ static void runner_event(struct run *r, enum run_event ev)
 
 struct child_fds {
 	int sync, in, out, err, info, seccomp;
+	const struct cgroup_run *cg; /* NULL: no groups */
+	bool in_v2;                  /* created in its cgroup2 group (clone3) */
 };
 
 static _Noreturn void child_main(const struct backend_ops *ops, struct backend_child *c,
@@ -466,17 +537,24 @@ static _Noreturn void child_main(const struct backend_ops *ops, struct backend_c
 {
 	struct rlimit rl;
 	char ch;
-	int keep[2];
+	int keep[2], jr;
 	size_t nkeep = 0;
 
 	setsid();
-	/* wait until the parent has put us in our cgroups and registered our group */
+	/* wait until the parent has registered our group */
 	if (read(f->sync, &ch, 1) != 1)
 		_exit(125);
 	if (ops->child_root)
 		ops->child_root(c);
 	if (dup2(f->in, 0) < 0 || dup2(f->out, 1) < 0 || dup2(f->err, 2) < 0)
 		_exit(125);
+	/* the child joins its own groups: moving another process costs the mover a wait for
+	 * an RCU grace period (~10 ms), moving oneself does not. A run whose limits cannot be
+	 * put in place never runs. */
+	if (f->cg && (jr = cgroup_run_join_self(f->cg, f->in_v2)) < 0) {
+		errno = -jr;
+		backend_child_fail("joining the run's cgroups");
+	}
 	if (f->info >= 0 && dup2(f->info, BACKEND_CHILD_FD_INFO) < 0)
 		backend_child_fail("info fd");
 	if (f->seccomp >= 0 && dup2(f->seccomp, BACKEND_CHILD_FD_SECCOMP) < 0)
@@ -603,11 +681,34 @@ static int pipe_pair(int *ret_r, int *ret_w)
 	return 0;
 }
 
+/* fork, or clone3(CLONE_INTO_CGROUP) when the run has a cgroup2 group (cgfd >= 0): the
+ * child then starts inside it and nobody has to move it. *ret_in_v2 says which. The
+ * launcher is single-threaded, so the raw clone3 child is as safe as a fork's. */
+static pid_t spawn_child(int cgfd, bool *ret_in_v2)
+{
+	pid_t pid;
+	*ret_in_v2 = false;
+	if (cgfd >= 0) {
+		struct clone_args a = { .flags = CLONE_INTO_CGROUP,
+			                .exit_signal = SIGCHLD,
+			                .cgroup = (uint64_t)cgfd };
+		pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
+		if (pid >= 0) {
+			*ret_in_v2 = true;
+			return pid;
+		}
+		/* ENOSYS (old kernel), or a group clone3 cannot enter: fork, and the child
+		 * joins the group itself */
+	}
+	pid = fork();
+	return pid < 0 ? -errno : pid;
+}
+
 static int run_spawn(struct run *r, const struct run_request *req)
 {
 	struct launcher *L = r->L;
 	_cleanup_close_ int sync_r = -1, sync_w = -1, in_r = -1, out_r = -1, out_w = -1,
-	                    err_r = -1, err_w = -1;
+	                    err_r = -1, err_w = -1, cgfd = -1;
 	struct backend_spawn sp = { .seccomp_fd = -1, .info_r = -1, .info_w = -1 };
 	struct backend_fences fences = { 0 }; /* tracing and the network fence plug in here */
 	struct proto_strv env = { 0 };
@@ -643,9 +744,12 @@ static int run_spawn(struct run *r, const struct run_request *req)
 		                    .stdin_data = req->stdin_data, .uid = r->sb.jail_uid,
 		                    .drop = L->root, .pids = r->sb.pids ? r->sb.pids : SBX_PIDS_DEFAULT };
 	f = (struct child_fds){ .sync = sync_r, .in = in_r, .out = out_w, .err = err_w,
-		                .info = sp.info_w, .seccomp = sp.seccomp_fd };
-	if ((pid = fork()) < 0) {
-		e = -errno;
+		                .info = sp.info_w, .seccomp = sp.seccomp_fd,
+		                .cg = r->have_cg ? &r->cg : NULL };
+	if (r->have_cg)
+		cgfd = cgroup_run_clone_fd(&r->cg);
+	if ((pid = spawn_child(cgfd, &f.in_v2)) < 0) {
+		e = pid;
 		goto out;
 	}
 	if (pid == 0)
@@ -656,10 +760,6 @@ static int run_spawn(struct run *r, const struct run_request *req)
 	if ((e = registry_add(registry_launcher(), r->sb.id, r->res.id, pid, REG_LEADER,
 	                      r->have_cg ? r->cg.kill : NULL)) < 0)
 		log_warnx("run %s: registering group %d: %s", r->res.id, (int)pid, strerror(-e));
-	if (r->have_cg && (e = cgroup_run_attach(&r->cg, pid)) < 0) {
-		log_warnx("run %s: attaching to its cgroup: %s", r->res.id, strerror(-e));
-		kill(pid, SIGKILL); /* reaped by SIGCHLD; the run reports the kill */
-	}
 	if (write(sync_w, "g", 1) != 1)
 		kill(pid, SIGKILL);
 	r->started_ms = now_ms();
@@ -781,4 +881,5 @@ void runner_stop_all(struct launcher *L)
 		        r->done_arg);
 		run_free(r);
 	}
+	cg_later_flush();
 }

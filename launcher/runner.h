@@ -19,6 +19,8 @@
 #define RUNNER_READS_PER_EV  16u    /* reads per wake-up, so one run cannot starve others */
 #define RUNNER_STOP_REAP_TRIES 25u  /* x RUNNER_STOP_REAP_US: a leader's reap at shutdown */
 #define RUNNER_STOP_REAP_US    2000u
+#define RUNNER_CG_RETRY_MS   5u     /* a busy run group's rmdir is retried this often */
+#define RUNNER_CG_RETRIES    400u   /* ... this many times (2 s) */
 #define RUNNER_FAIL_MSG_MAX  512u   /* "starting the run failed: ..." with the backend's why */
 
 enum run_state {

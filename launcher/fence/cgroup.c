@@ -366,6 +366,57 @@ static int rmdir_retry(const char *dir)
 	return -EBUSY;
 }
 
+int cgroup_run_clone_fd(const struct cgroup_run *cg)
+{
+	const char *g = cg->v2[0] ? cg->v2 : cg->kill;
+	int fd;
+	if (!g[0])
+		return -ENOENT;
+	fd = open(g, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int cgroup_run_join_self(const struct cgroup_run *cg, bool v2_done)
+{
+	/* v1: a single-threaded process moving itself through `tasks` skips the wait for the
+	 * global threadgroup lock's grace period that moving another process costs */
+	const struct {
+		const char *dir, *file;
+		bool skip;
+	} g[] = {
+		{ cg->v2, "cgroup.procs", v2_done },
+		{ cg->kill, "cgroup.procs", v2_done || strcmp(cg->kill, cg->v2) == 0 },
+		{ cg->mem, "tasks", false },
+		{ cg->pids, "tasks", false },
+	};
+	int r;
+	for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++) {
+		if (!g[i].dir[0] || g[i].skip)
+			continue;
+		if ((r = write_str(g[i].dir, g[i].file, "0")) < 0)
+			return r;
+	}
+	return 0;
+}
+
+int cgroup_run_remove(struct cgroup_run *cg)
+{
+	char *groups[] = { cg->v2, cg->mem, cg->pids, cg->kill };
+	int busy = 0;
+	if (cgroup_run_nprocs(cg) > 0)
+		cgroup_run_kill(cg);
+	for (size_t i = 0; i < 4; i++) {
+		if (!groups[i][0])
+			continue;
+		if (rmdir(groups[i]) < 0 && errno == EBUSY) {
+			busy++;
+			continue;
+		}
+		groups[i][0] = '\0'; /* gone, or an error a retry cannot mend */
+	}
+	return busy ? -EBUSY : 0;
+}
+
 void cgroup_run_destroy(struct cgroup_run *cg)
 {
 	char *groups[] = { cg->v2, cg->mem, cg->pids, cg->kill };

@@ -57,7 +57,18 @@ bool cgroup_run_hit_memory(const struct cgroup_run *cg);
 bool cgroup_run_hit_pids(const struct cgroup_run *cg);
 /* Number of processes still in the run's groups. */
 int cgroup_run_nprocs(const struct cgroup_run *cg);
-/* Kill what is left and remove the groups. */
+/* Kill what is left and remove the groups, waiting (briefly, in a loop) for the last
+ * process to leave. For start-up and failure paths; the event loop uses the one below. */
 void cgroup_run_destroy(struct cgroup_run *cg);
+/* Kill what is left and try each rmdir once: 0 when every group is gone, -EBUSY when some
+ * still hold a leaving process (those paths stay set; call again later). Never sleeps. */
+int cgroup_run_remove(struct cgroup_run *cg);
+
+/* Spawning without moving another process (which waits ~10 ms for an RCU grace period):
+ * the cgroup2 group a child can be created in with clone3(CLONE_INTO_CGROUP) (an fd, or
+ * -ENOENT when the run has none), and, in the child, joining the rest itself (v1 through
+ * `tasks`; the cgroup2 groups too unless v2_done). 0 or -errno. */
+int cgroup_run_clone_fd(const struct cgroup_run *cg);
+int cgroup_run_join_self(const struct cgroup_run *cg, bool v2_done);
 
 #endif
