@@ -2,6 +2,7 @@
  * broken Docker Desktop hangs `docker info` for minutes, so each child has a hard timeout
  * and is SIGKILLed past it, and the event loop never waits on one. */
 #include "caps.h"
+#include "runner.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -444,8 +445,10 @@ void caps_init(struct launcher *L)
 
 void caps_refresh(void)
 {
-	if (stale(C.direct_valid, C.direct_mono))
+	if (stale(C.direct_valid, C.direct_mono)) {
+		runner_discard_warm(NULL); /* the machine may have changed under them */
 		direct_start();
+	}
 	if (stale(C.docker_valid, C.docker_mono))
 		docker_start();
 }

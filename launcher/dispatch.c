@@ -3,6 +3,7 @@
  * and bad input gets an ERROR and changes nothing. */
 #include "disk.h"
 #include "dispatch.h"
+#include "runner.h"
 #include "dispatch_int.h"
 
 #include <errno.h>
@@ -209,6 +210,7 @@ static void h_policy_set(struct proto_chan *ch, const struct proto_hdr *h, void 
 	}
 	log_info("exec policy set: execShell=%d schedulerScript=%d runPython=%d runNode=%d",
 	         p.exec_shell, p.scheduler_script, p.run_python, p.run_node);
+	runner_discard_warm(NULL); /* jails built under the old policy are never used */
 	send_policy(ch, h->id);
 }
 
@@ -435,6 +437,7 @@ static void h_sbx_update(struct proto_chan *ch, const struct proto_hdr *h, void 
 	uint32_t old_disk_mb;
 	int r;
 
+	runner_discard_warm(in->id); /* built for the old settings */
 	SANDBOX_SPEC_FROM(&spec, in);
 	if ((r = sandbox_spec_check(&spec, in->set_mask, reason, sizeof(reason))) < 0) {
 		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "%s", reason);
@@ -498,6 +501,7 @@ static void h_sbx_delete(struct proto_chan *ch, const struct proto_hdr *h, void 
 	struct pending *p;
 	int r;
 
+	runner_discard_warm(in->id);
 	if (load_sandbox(ch, h->id, in->id, &s) < 0)
 		return;
 	if (!(p = pending_new(h->id))) {
@@ -531,6 +535,7 @@ static void h_mount_add(struct proto_chan *ch, const struct proto_hdr *h, void *
 	struct sandbox s;
 	int r;
 
+	runner_discard_warm(in->sandbox_id);
 	if ((r = sandbox_mount_check(dispatch_L, in->source, in->target, &canon, reason, sizeof(reason))) < 0) {
 		reply_err(ch, h->id, r == -EPERM ? PERR_FORBIDDEN : PERR_INVALID_ARGUMENT, "%s", reason);
 		return;
@@ -563,6 +568,7 @@ static void h_mount_del(struct proto_chan *ch, const struct proto_hdr *h, void *
 	bool found = false;
 	int r = 0;
 
+	runner_discard_warm(in->sandbox_id);
 	if (load_sandbox(ch, h->id, in->sandbox_id, &s) < 0)
 		return;
 	for (uint32_t i = 0; i < s.mount_targets.n && r == 0; i++) {

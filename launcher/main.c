@@ -20,13 +20,14 @@
 #include "launcher.h"
 #include "log.h"
 #include "proto_chan.h"
+#include "runner.h"
 #include "store.h"
 #include "util.h"
 
 static _Noreturn void usage(void)
 {
 	fprintf(stderr, "usage: sbx-launcher --data-dir DIR [--log-level error|warn|info|debug]\n"
-	                "       [--bwrap PATH] [--docker PATH]\n");
+	                "       [--bwrap PATH] [--docker PATH] [--no-warm]\n");
 	exit(2);
 }
 
@@ -91,6 +92,7 @@ int main(int argc, char **argv)
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "docker", required_argument, NULL, 'D' },
 		{ "bwrap", required_argument, NULL, 'B' },
+		{ "no-warm", no_argument, NULL, 'W' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct launcher L = { 0 };
@@ -101,10 +103,13 @@ int main(int argc, char **argv)
 	int c, r;
 
 	log_init("sbx-launcher", lvl);
-	while ((c = getopt_long(argc, argv, "d:l:D:B:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:l:D:B:W", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			data_dir = optarg;
+			break;
+		case 'W':
+			runner_warm_enable(false);
 			break;
 		case 'B':
 			if (optarg[0] != '/')

@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <linux/openat2.h>
 #include <linux/sched.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -68,6 +70,13 @@ static const struct runner_step run_fsm[RS_N_][RE_N_] = {
 		[RE_KILL_REQUESTED] = T(DRAINING, SIGKILL),
 	},
 	[RS_DONE] = { { 0 } },
+	[RS_WARM] = {
+		[RE_RELEASED] = T(RUNNING, START),
+		[RE_OUT_EOF] = T(WARM, STREAM_EOF),
+		[RE_ERR_EOF] = T(WARM, STREAM_EOF),
+		[RE_EXITED] = T(DONE, DISCARD),
+		[RE_KILL_REQUESTED] = T(WARM, SIGKILL),
+	},
 };
 #undef T
 
@@ -85,7 +94,7 @@ const char *runner_state_name(enum run_state s)
 {
 	static const char *const names[RS_N_] = {
 		[RS_SPAWNING] = "SPAWNING", [RS_RUNNING] = "RUNNING", [RS_KILLING] = "KILLING",
-		[RS_DRAINING] = "DRAINING", [RS_DONE] = "DONE",
+		[RS_DRAINING] = "DRAINING", [RS_DONE] = "DONE",          [RS_WARM] = "WARM",
 	};
 	return (unsigned)s < RS_N_ ? names[s] : "?";
 }
@@ -98,6 +107,7 @@ const char *runner_event_name(enum run_event e)
 		[RE_EXITED] = "exited",           [RE_DEADLINE] = "deadline",
 		[RE_GRACE_EXPIRED] = "grace_expired", [RE_DRAIN_EXPIRED] = "drain_expired",
 		[RE_KILL_REQUESTED] = "kill_requested", [RE_OUTPUT_CLOSED] = "output_closed",
+		[RE_RELEASED] = "released",
 	};
 	return (unsigned)e < RE_N_ ? names[e] : "?";
 }
@@ -141,12 +151,20 @@ struct run {
 	void *on_output_arg;
 	run_done_fn done;
 	void *done_arg;
+	/* built ahead (RS_WARM until released) */
+	bool warm;
+	int block_w;          /* bwrap --block-fd: one byte lets it exec the program */
+	uint64_t fingerprint; /* of the sandbox's settings it was built for */
+	unsigned gen;         /* warm_gen then (policy, capabilities) */
+	uint64_t warm_since;  /* now_ms() when it was built */
 };
 
 static LIST_HEAD(run_list, run) runs = LIST_HEAD_INITIALIZER(runs);
 static struct event *sigchld_ev;
 
 static void runner_event(struct run *r, enum run_event ev);
+static void act_discard(struct run *r);
+static void warm_schedule(struct launcher *L, const char *sandbox_id);
 
 static void ev_freep(struct event **e)
 {
@@ -249,6 +267,8 @@ static void run_free(struct run *r)
 		close(r->in_fd);
 	if (r->info_fd >= 0)
 		close(r->info_fd);
+	if (r->block_w >= 0)
+		close(r->block_w);
 	stream_close(&r->out);
 	stream_close(&r->err);
 	capture_free(&r->out.cap);
@@ -479,6 +499,8 @@ static void act_complete(struct run *r)
 	} else {
 		r->done(0, NULL, res, r->done_arg);
 	}
+	if (r->iso == ISO_BWRAP)
+		warm_schedule(r->L, r->sb.id); /* the next run of this sandbox may find it ready */
 	run_free(r);
 }
 
@@ -517,6 +539,9 @@ static void runner_event(struct run *r, enum run_event ev)
 	case RA_COMPLETE:
 		act_complete(r); /* r is gone after this */
 		break;
+	case RA_DISCARD:
+		act_discard(r); /* r is gone after this */
+		break;
 	case RA_NONE:
 	case RA_FORBIDDEN:
 	case RA_N_:
@@ -530,6 +555,7 @@ struct child_fds {
 	int sync, in, out, err, info, seccomp;
 	const struct cgroup_run *cg; /* NULL: no groups */
 	bool in_v2;                  /* created in its cgroup2 group (clone3) */
+	int block;                   /* built ahead: bwrap --block-fd, or -1 */
 };
 
 static _Noreturn void child_main(const struct backend_ops *ops, struct backend_child *c,
@@ -537,7 +563,7 @@ static _Noreturn void child_main(const struct backend_ops *ops, struct backend_c
 {
 	struct rlimit rl;
 	char ch;
-	int keep[2], jr;
+	int keep[3], jr;
 	size_t nkeep = 0;
 
 	setsid();
@@ -559,10 +585,14 @@ static _Noreturn void child_main(const struct backend_ops *ops, struct backend_c
 		backend_child_fail("info fd");
 	if (f->seccomp >= 0 && dup2(f->seccomp, BACKEND_CHILD_FD_SECCOMP) < 0)
 		backend_child_fail("seccomp fd");
+	if (f->block >= 0 && dup2(f->block, BACKEND_CHILD_FD_BLOCK) < 0)
+		backend_child_fail("block fd");
 	if (f->info >= 0)
 		keep[nkeep++] = BACKEND_CHILD_FD_INFO;
 	if (f->seccomp >= 0)
 		keep[nkeep++] = BACKEND_CHILD_FD_SECCOMP;
+	if (f->block >= 0)
+		keep[nkeep++] = BACKEND_CHILD_FD_BLOCK;
 	close_fds_from(3, keep, nkeep);
 
 	rl = (struct rlimit){ 0, 0 };
@@ -681,6 +711,27 @@ static int pipe_pair(int *ret_r, int *ret_w)
 	return 0;
 }
 
+/* bwrap --block-fd: the jail is set up, then waits for one byte before its program. */
+static int argv_insert_block(struct proto_strv *argv)
+{
+	struct proto_strv out = { 0 };
+	char fd[16];
+	int r = 0;
+	snprintf(fd, sizeof(fd), "%d", BACKEND_CHILD_FD_BLOCK);
+	for (uint32_t i = 0; i < argv->n && r == 0; i++) {
+		r = proto_strv_push(&out, argv->v[i]);
+		if (i == 0 && r == 0 && (r = proto_strv_push(&out, "--block-fd")) == 0)
+			r = proto_strv_push(&out, fd);
+	}
+	if (r < 0) {
+		proto_strv_clear(&out);
+		return r;
+	}
+	proto_strv_clear(argv);
+	*argv = out;
+	return 0;
+}
+
 /* fork, or clone3(CLONE_INTO_CGROUP) when the run has a cgroup2 group (cgfd >= 0): the
  * child then starts inside it and nobody has to move it. *ret_in_v2 says which. The
  * launcher is single-threaded, so the raw clone3 child is as safe as a fork's. */
@@ -708,7 +759,7 @@ static int run_spawn(struct run *r, const struct run_request *req)
 {
 	struct launcher *L = r->L;
 	_cleanup_close_ int sync_r = -1, sync_w = -1, in_r = -1, out_r = -1, out_w = -1,
-	                    err_r = -1, err_w = -1, cgfd = -1;
+	                    err_r = -1, err_w = -1, cgfd = -1, block_r = -1;
 	struct backend_spawn sp = { .seccomp_fd = -1, .info_r = -1, .info_w = -1 };
 	struct backend_fences fences = { 0 }; /* tracing and the network fence plug in here */
 	struct proto_strv env = { 0 };
@@ -743,9 +794,12 @@ static int run_spawn(struct run *r, const struct run_request *req)
 		                    .stdin_name = stdin_name[0] ? stdin_name : NULL,
 		                    .stdin_data = req->stdin_data, .uid = r->sb.jail_uid,
 		                    .drop = L->root, .pids = r->sb.pids ? r->sb.pids : SBX_PIDS_DEFAULT };
+	if (r->warm && ((e = pipe_pair(&block_r, &r->block_w)) < 0 ||
+	                (e = argv_insert_block(&sp.argv)) < 0))
+		goto out;
 	f = (struct child_fds){ .sync = sync_r, .in = in_r, .out = out_w, .err = err_w,
 		                .info = sp.info_w, .seccomp = sp.seccomp_fd,
-		                .cg = r->have_cg ? &r->cg : NULL };
+		                .cg = r->have_cg ? &r->cg : NULL, .block = block_r };
 	if (r->have_cg)
 		cgfd = cgroup_run_clone_fd(&r->cg);
 	if ((pid = spawn_child(cgfd, &f.in_v2)) < 0) {
@@ -786,6 +840,246 @@ int runner_init(struct launcher *L)
 	return 0;
 }
 
+/* ---- jails built ahead ------------------------------------------------------------- */
+
+static bool warm_on = true;
+static unsigned warm_gen;  /* bumped when the policy or the capabilities change */
+static unsigned nwarm;
+static struct event *warm_idle_ev;
+
+void runner_warm_enable(bool on) { warm_on = on; }
+
+/* What the jail was built from: the settings as the API sees them, hashed (FNV-1a). */
+static int sandbox_fingerprint(const struct sandbox *sb, uint64_t *ret)
+{
+	static uint8_t buf[PROTO_MSG_MAX];
+	struct msg_SBX_REP rep;
+	uint64_t h = 1469598103934665603ull;
+	int n;
+	if ((n = sandbox_to_rep(sb, &rep)) < 0)
+		return n;
+	n = proto_encode(MSG_SBX_REP, 0, false, &rep, buf, sizeof(buf));
+	sandbox_rep_release(&rep);
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++)
+		h = (h ^ buf[i]) * 1099511628211ull;
+	*ret = h ^ sb->jail_uid;
+	return 0;
+}
+
+static uint32_t effective_timeout(const struct run_request *req, const struct sandbox *sb)
+{
+	uint32_t t = req && req->timeout_ms ? req->timeout_ms : sb->timeout_ms;
+	return t ? t : SBX_TIMEOUT_MS_DEFAULT;
+}
+
+static void act_discard(struct run *r)
+{
+	LIST_REMOVE(r, entry);
+	if (r->warm)
+		nwarm--;
+	registry_kill(registry_launcher(), NULL, r->res.id, REG_KINDS_ALL, SIGKILL);
+	if (r->have_cg)
+		cgroup_run_kill(&r->cg);
+	log_debug("run %s: the jail built ahead for %s was discarded", r->res.id, r->sb.id);
+	run_free(r);
+}
+
+void runner_discard_warm(const char *sandbox_id)
+{
+	struct run *r, *next;
+	for (r = LIST_FIRST(&runs); r; r = next) {
+		next = LIST_NEXT(r, entry);
+		if (r->warm && (!sandbox_id || strcmp(r->sb.id, sandbox_id) == 0))
+			runner_event(r, RE_KILL_REQUESTED); /* reaped, then RA_DISCARD */
+	}
+	if (!sandbox_id)
+		warm_gen++;
+}
+
+static void warm_idle_cb(evutil_socket_t unused, short what, void *arg)
+{
+	const struct timeval tv = { RUNNER_WARM_IDLE_MS / 4000, 0 };
+	uint64_t now = now_ms();
+	struct run *r, *next;
+	for (r = LIST_FIRST(&runs); r; r = next) {
+		next = LIST_NEXT(r, entry);
+		if (r->warm && r->state == RS_WARM && now - r->warm_since >= RUNNER_WARM_IDLE_MS)
+			runner_event(r, RE_KILL_REQUESTED);
+	}
+	if (nwarm)
+		evtimer_add(warm_idle_ev, &tv);
+}
+
+/* Build a jail ahead for a sandbox that just ran (its settings as stored now). */
+static void warm_prepare(struct launcher *L, const char *sandbox_id)
+{
+	const struct timeval tv = { RUNNER_WARM_IDLE_MS / 4000, 0 };
+	const struct run_request none = { .language = LANG_SH, .code = "", .stdin_data = "" };
+	struct run *r;
+	int e;
+
+	if (!warm_on || nwarm >= RUNNER_WARM_MAX)
+		return;
+	LIST_FOREACH(r, &runs, entry)
+		if (r->warm && strcmp(r->sb.id, sandbox_id) == 0)
+			return;
+	if (!(r = calloc(1, sizeof(*r))))
+		return;
+	r->L = L;
+	r->state = RS_WARM;
+	r->ops = backend_for(ISO_BWRAP);
+	r->iso = ISO_BWRAP;
+	r->warm = true;
+	r->gen = warm_gen;
+	r->in_fd = r->info_fd = r->out.fd = r->err.fd = r->block_w = -1;
+	r->warm_since = now_ms();
+	if (!r->ops || store_sandbox_get(L->db, sandbox_id, &r->sb) < 0 ||
+	    sandbox_fingerprint(&r->sb, &r->fingerprint) < 0 ||
+	    random_id("run_", 12, r->res.id, sizeof(r->res.id)) < 0) {
+		run_free(r);
+		return;
+	}
+	r->timeout_ms = effective_timeout(NULL, &r->sb);
+	snprintf(r->res.sandbox_id, sizeof(r->res.sandbox_id), "%s", r->sb.id);
+	r->res.isolation = isolation_name(ISO_BWRAP);
+	sandbox_note_run(&r->sb, &r->res.note);
+	LIST_INSERT_HEAD(&runs, r, entry);
+	nwarm++;
+	if ((e = run_spawn(r, &none)) < 0) {
+		LIST_REMOVE(r, entry);
+		nwarm--;
+		log_debug("building a jail ahead for %s: %s", sandbox_id, strerror(-e));
+		run_free(r);
+		return;
+	}
+	log_debug("run %s: a jail is built ahead for %s", r->res.id, sandbox_id);
+	if (!warm_idle_ev)
+		warm_idle_ev = evtimer_new(L->base, warm_idle_cb, NULL);
+	if (warm_idle_ev && !evtimer_pending(warm_idle_ev, NULL))
+		evtimer_add(warm_idle_ev, &tv);
+}
+
+static void warm_prepare_cb(evutil_socket_t unused, short what, void *arg)
+{
+	struct { struct launcher *L; char id[PROTO_ID_MAX + 1]; } *w = arg;
+	warm_prepare(w->L, w->id);
+	free(w);
+}
+
+/* After the reply went out: the loop builds the next jail when it is otherwise idle. */
+static void warm_schedule(struct launcher *L, const char *sandbox_id)
+{
+	const struct timeval now = { 0, 0 };
+	struct { struct launcher *L; char id[PROTO_ID_MAX + 1]; } *w;
+	if (!warm_on || nwarm >= RUNNER_WARM_MAX || !(w = calloc(1, sizeof(*w))))
+		return;
+	w->L = L;
+	snprintf(w->id, sizeof(w->id), "%s", sandbox_id);
+	if (event_base_once(L->base, -1, EV_TIMEOUT, warm_prepare_cb, w, &now) < 0)
+		free(w);
+}
+
+/* The program files of a run given to a jail built ahead, written by the launcher into the
+ * jail's .sbx as the cold child would (0600, the jail uid's), never through a link. */
+static int warm_write_file(int dfd, const char *name, const char *data, uid_t uid, bool chown_it)
+{
+	_cleanup_close_ int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int r;
+	if (fd < 0)
+		return -errno;
+	if (chown_it && fchown(fd, uid, uid) < 0)
+		return -errno;
+	if ((r = write_all(fd, data, strlen(data))) < 0)
+		return r;
+	return 0;
+}
+
+static int warm_write_files(struct run *r, const char *code_name, const char *code,
+                            const char *stdin_name, const char *stdin_data)
+{
+	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+		                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+		                           RESOLVE_NO_XDEV };
+	_cleanup_close_ int wfd = open(r->sb.workdir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int dfd = -1;
+	bool root = r->L->root;
+	uid_t uid = root ? r->sb.jail_uid : geteuid();
+	struct stat st;
+	int e;
+
+	if (wfd < 0)
+		return -errno;
+	if (mkdirat(wfd, ".sbx", 0700) < 0 && errno != EEXIST)
+		return -errno;
+	if ((dfd = (int)syscall(SYS_openat2, wfd, ".sbx", &how, sizeof(how))) < 0)
+		return -errno;
+	if (root && fstat(dfd, &st) == 0 && st.st_uid == 0 && fchown(dfd, uid, uid) < 0)
+		return -errno;
+	if (fstat(dfd, &st) < 0)
+		return -errno;
+	if (st.st_uid != uid || (st.st_mode & 07777) != 0700)
+		return -EPERM; /* not the directory the cold child would have used */
+	if ((e = warm_write_file(dfd, code_name, code, uid, root)) < 0)
+		return e;
+	if (stdin_name && (e = warm_write_file(dfd, stdin_name, stdin_data, uid, root)) < 0)
+		return e;
+	return 0;
+}
+
+/* Give the run to a jail built ahead for exactly these settings, if there is one. 0: the
+ * run is under way (sb taken, done will be called); otherwise nothing happened. */
+static int warm_take(struct launcher *L, const struct run_request *req, struct sandbox *sb,
+                     const char *note, run_done_fn done, void *arg)
+{
+	char code_name[96], stdin_name[96];
+	uint64_t fp;
+	struct run *w;
+	int e;
+
+	LIST_FOREACH(w, &runs, entry)
+		if (w->warm && w->state == RS_WARM && strcmp(w->sb.id, sb->id) == 0)
+			break;
+	if (!w)
+		return -ENOENT;
+	if (w->gen != warm_gen || sandbox_fingerprint(sb, &fp) < 0 || fp != w->fingerprint ||
+	    effective_timeout(req, sb) != w->timeout_ms) {
+		runner_event(w, RE_KILL_REQUESTED); /* built for something else: never used */
+		return -ESTALE;
+	}
+	free(w->script);
+	w->script = NULL;
+	if (!(w->code = strdup(req->code)) ||
+	    (e = script_build(w, req->language, req->code, req->stdin_data, code_name, stdin_name,
+	                      sizeof(code_name))) < 0 ||
+	    (code_name[0] && (e = warm_write_files(w, code_name, req->code,
+	                                           stdin_name[0] ? stdin_name : NULL,
+	                                           req->stdin_data)) < 0) ||
+	    write(w->block_w, "g", 1) != 1) {
+		runner_event(w, RE_KILL_REQUESTED);
+		return -EIO;
+	}
+	close(w->block_w);
+	w->block_w = -1;
+	w->warm = false;
+	nwarm--;
+	L->live_runs++;
+	w->done = done;
+	w->done_arg = arg;
+	w->on_output = req->on_output;
+	w->on_output_arg = req->on_output_arg;
+	w->res.language = req->language;
+	w->res.entrance = req->entrance;
+	w->res.created_at = now_unix_s();
+	append_note(w, note);
+	sandbox_clear(sb);
+	log_debug("run %s: given a jail built ahead", w->res.id);
+	w->started_ms = now_ms();
+	runner_event(w, RE_RELEASED);
+	return 0;
+}
+
 int runner_start(struct launcher *L, const struct run_request *req, struct sandbox *sb,
                  enum isolation iso, const char *note, run_done_fn done, void *arg)
 {
@@ -794,6 +1088,8 @@ int runner_start(struct launcher *L, const struct run_request *req, struct sandb
 	struct run *r;
 	int e;
 
+	if (iso == ISO_BWRAP && warm_take(L, req, sb, note, done, arg) == 0)
+		return 0;
 	if (!ops || !(r = calloc(1, sizeof(*r)))) {
 		sandbox_clear(sb);
 		done(PERR_ENGINE_UNAVAILABLE, ops ? "out of memory" : "no backend for this isolation",
@@ -806,7 +1102,7 @@ int runner_start(struct launcher *L, const struct run_request *req, struct sandb
 	r->iso = iso;
 	r->sb = *sb; /* the run owns the sandbox's strings now */
 	memset(sb, 0, sizeof(*sb));
-	r->in_fd = r->info_fd = r->out.fd = r->err.fd = -1;
+	r->in_fd = r->info_fd = r->out.fd = r->err.fd = r->block_w = -1;
 	r->done = done;
 	r->done_arg = arg;
 	r->on_output = req->on_output;
@@ -876,10 +1172,19 @@ void runner_stop_all(struct launcher *L)
 				usleep(RUNNER_STOP_REAP_US);
 		}
 		LIST_REMOVE(r, entry);
+		if (r->warm) { /* built ahead, never given a run */
+			nwarm--;
+			run_free(r);
+			continue;
+		}
 		L->live_runs--;
 		r->done(PERR_ENGINE_UNAVAILABLE, "the launcher stopped during the run", NULL,
 		        r->done_arg);
 		run_free(r);
 	}
 	cg_later_flush();
+	if (warm_idle_ev) {
+		event_free(warm_idle_ev);
+		warm_idle_ev = NULL;
+	}
 }

@@ -21,7 +21,9 @@
 #define RUNNER_STOP_REAP_US    2000u
 #define RUNNER_CG_RETRY_MS   5u     /* a busy run group's rmdir is retried this often */
 #define RUNNER_CG_RETRIES    400u   /* ... this many times (2 s) */
-#define RUNNER_FAIL_MSG_MAX  512u   /* "starting the run failed: ..." with the backend's why */
+#define RUNNER_FAIL_MSG_MAX  512u
+#define RUNNER_WARM_MAX      4u     /* jails built ahead, in all (one per sandbox at most) */
+#define RUNNER_WARM_IDLE_MS  60000u /* one unused this long is discarded */   /* "starting the run failed: ..." with the backend's why */
 
 enum run_state {
 	RS_SPAWNING, /* forked, registered, not yet released to exec */
@@ -29,6 +31,7 @@ enum run_state {
 	RS_KILLING,  /* deadline or kill request: SIGTERM sent, SIGKILL after the grace */
 	RS_DRAINING, /* the program was reaped; its pipes may still be open */
 	RS_DONE,     /* recorded and reported; the run is freed */
+	RS_WARM,     /* built ahead: bwrap set up and blocked before the program, no run yet */
 	RS_N_
 };
 
@@ -43,6 +46,7 @@ enum run_event {
 	RE_DRAIN_EXPIRED,  /* RUNNER_DRAIN_MS after the exit, pipes still open */
 	RE_KILL_REQUESTED, /* someone asked to stop it (shutdown, a later kill route) */
 	RE_OUTPUT_CLOSED,  /* both output pipes at EOF after the exit */
+	RE_RELEASED,       /* a jail built ahead was given a run and let go */
 	RE_N_
 };
 
@@ -56,6 +60,7 @@ enum run_action {
 	RA_TERM_REQUESTED, /* SIGTERM every group, grace */
 	RA_SIGKILL,        /* SIGKILL every group and the cgroup */
 	RA_COMPLETE,       /* build the result, record it, report it, free the run */
+	RA_DISCARD,        /* a jail built ahead ended before any run: free it, report nothing */
 	RA_N_
 };
 
@@ -77,5 +82,14 @@ int runner_start(struct launcher *L, const struct run_request *req, struct sandb
                  enum isolation iso, const char *note, run_done_fn done, void *arg);
 /* Feed kill_requested to a live run. 0 or -ENOENT. */
 int runner_kill(const char *run_id);
+
+/* Jails built ahead (on unless the launcher runs with --no-warm): after a bwrap run of a
+ * sandbox, one single-use jail is prepared for its current settings, set up and blocked
+ * before its program (bwrap --block-fd), in its cgroups and registered like any run. The
+ * next run of that sandbox with the same settings, policy, capabilities and deadline is
+ * given to it; anything else runs cold. Discard the ones of a sandbox (NULL: all) when
+ * its settings, the policy or the machine's capabilities change. */
+void runner_warm_enable(bool on);
+void runner_discard_warm(const char *sandbox_id);
 
 #endif

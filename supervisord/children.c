@@ -219,6 +219,8 @@ static int build_argv(struct child *c, char **argv)
 	 * allowed, or it refuses the address and is restarted for ever */
 	if (c->id == CHILD_API && cfg->allow_remote)
 		argv[n++] = (char *)"--allow-remote";
+	if (c->id == CHILD_LAUNCHER && cfg->no_warm)
+		argv[n++] = (char *)"--no-warm";
 	if (c->id == CHILD_LAUNCHER && cfg->bwrap[0]) {
 		argv[n++] = (char *)"--bwrap";
 		argv[n++] = (char *)cfg->bwrap;

@@ -15,7 +15,7 @@ const char *config_usage(void)
 	return "usage: sbxd [--listen 127.0.0.1:7420] [--data-dir DIR] [--foreground]\n"
 	       "            [--log-level error|warn|info|debug] [--no-auth] [--libexec DIR]\n"
 	       "            [--docker PATH] [--bwrap PATH]\n"
-	       "            [--allow-remote] [--call-deadline SECONDS]\n";
+	       "            [--allow-remote] [--call-deadline SECONDS] [--no-warm]\n";
 }
 
 static int copy_str(char *dst, size_t dstsz, const char *src)
@@ -49,7 +49,7 @@ int config_default_data_dir(bool root, char *buf, size_t bufsz)
 	return 0;
 }
 
-enum { OPT_LISTEN = 1, OPT_DATA, OPT_FG, OPT_LEVEL, OPT_NOAUTH, OPT_LIBEXEC, OPT_REMOTE, OPT_HELP, OPT_DOCKER, OPT_BWRAP, OPT_DEADLINE };
+enum { OPT_LISTEN = 1, OPT_DATA, OPT_FG, OPT_LEVEL, OPT_NOAUTH, OPT_LIBEXEC, OPT_REMOTE, OPT_HELP, OPT_DOCKER, OPT_BWRAP, OPT_DEADLINE, OPT_NOWARM };
 
 int config_parse(int argc, char *argv[], struct sbxd_config *cfg, const char **ret_why)
 {
@@ -64,6 +64,7 @@ int config_parse(int argc, char *argv[], struct sbxd_config *cfg, const char **r
 		{ "docker", required_argument, NULL, OPT_DOCKER },
 		{ "bwrap", required_argument, NULL, OPT_BWRAP },
 		{ "call-deadline", required_argument, NULL, OPT_DEADLINE },
+		{ "no-warm", no_argument, NULL, OPT_NOWARM },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -114,6 +115,9 @@ int config_parse(int argc, char *argv[], struct sbxd_config *cfg, const char **r
 			break;
 		case OPT_REMOTE:
 			cfg->allow_remote = true;
+			break;
+		case OPT_NOWARM:
+			cfg->no_warm = true;
 			break;
 		case OPT_DEADLINE:
 			if (parse_uint(optarg, 1, PROTO_CALL_DEADLINE_S_MAX, &cfg->call_deadline_s) < 0) {

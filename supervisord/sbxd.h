@@ -46,6 +46,7 @@ struct sbxd_config {
 	char bwrap[SBXD_PATH_MAX];    /* the bwrap the launcher uses; "" = search */   /* the docker client the launcher probes; "" = search */
 	unsigned call_deadline_s;     /* sbx-api --call-deadline */
 	bool foreground;
+	bool no_warm;                 /* sbx-launcher --no-warm: no jails built ahead */
 	bool no_auth;
 	bool allow_remote;
 	bool show_help;

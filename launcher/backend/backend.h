@@ -17,6 +17,7 @@ struct stage_plan;
 /* Descriptors as the forked child sees them (bwrap --info-fd / --seccomp). */
 #define BACKEND_CHILD_FD_INFO    3
 #define BACKEND_CHILD_FD_SECCOMP 4
+#define BACKEND_CHILD_FD_BLOCK   5 /* bwrap --block-fd of a jail built ahead */
 #define BACKEND_PATH             "/usr/local/bin:/usr/bin:/bin"
 #define BACKEND_CONTAINER_MAX    (PROTO_ID_MAX + 8u) /* "sbx-<id>" */
 

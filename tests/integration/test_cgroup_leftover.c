@@ -39,6 +39,9 @@ static void setup(void)
 		fflush(stdout);
 		cr_skip_test("SKIP: per-run cgroups need sbxd to run as root");
 	}
+	/* these suites check what a run leaves behind; jails built ahead stay between runs on
+	 * purpose and have their own tests (test_warm.c) */
+	sbx_it.extra_args[0] = "--no-warm";
 	sbx_it_init();
 }
 
@@ -288,7 +291,7 @@ Test(cgroup_leftover, instances_have_parent_groups_of_their_own)
 	char ma[24], mb[24], pa[PATH_MAX], pb[PATH_MAX], why[PATH_MAX + 64];
 	struct run_groups ga, gb;
 	struct bg_req bga, bgb;
-	struct sbxd b = { .pid = -1, .tag = "second" };
+	struct sbxd b = { .pid = -1, .tag = "second", .extra_args = { "--no-warm" } };
 	cr_assert_eq(sbxd_start(&b), 0, "the second sbxd did not start");
 	pid_t launcher = launcher_of(&sbx_it);
 	start_sandbox_run(&sbx_it, &bga, ma, sizeof(ma), &ga);

@@ -39,6 +39,13 @@ static const struct want allowed[] = {
 	{ RS_DRAINING, RE_OUTPUT_CLOSED, RS_DONE, RA_COMPLETE },
 	{ RS_DRAINING, RE_DRAIN_EXPIRED, RS_DONE, RA_COMPLETE },
 	{ RS_DRAINING, RE_KILL_REQUESTED, RS_DRAINING, RA_SIGKILL },
+
+	/* a jail built ahead: released to a run, or it ends (discarded) without one */
+	{ RS_WARM, RE_RELEASED, RS_RUNNING, RA_START },
+	{ RS_WARM, RE_OUT_EOF, RS_WARM, RA_STREAM_EOF },
+	{ RS_WARM, RE_ERR_EOF, RS_WARM, RA_STREAM_EOF },
+	{ RS_WARM, RE_EXITED, RS_DONE, RA_DISCARD },
+	{ RS_WARM, RE_KILL_REQUESTED, RS_WARM, RA_SIGKILL },
 };
 
 static const struct want *find(enum run_state s, enum run_event e)
