@@ -94,3 +94,50 @@ sbx_pids() { # the pids of sbxd (ours) and its two children
 }
 
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo "?"; }
+
+raw_bwrap_cmd() { # raw_bwrap_cmd ID WORKDIR: sets raw_cmd (shell text), jail_uid, source_of_argv
+	local id=$1 workdir=$2 profile a
+	jail_uid=$(stat -c %u "$workdir")
+	jail_gid=$(stat -c %g "$workdir")
+
+	# The launcher's argv from the profile route; fd-passing options (--seccomp FD, --info-fd
+	# FD, ...) name descriptors of the launcher's process and are dropped (README: caveats).
+	profile=$(curl -sf -H "$auth" "$base/sandboxes/$id/profile" || true)
+	argv=()
+	source_of_argv="GET /sandboxes/{id}/profile"
+	if [[ -n $profile ]] && [[ $(json kind <<<"$profile") == bwrap ]]; then
+		mapfile -t argv < <(python3 -c '
+import json, sys
+a = json.load(sys.stdin).get("argv") or []
+fdopts = {"--seccomp", "--info-fd", "--json-status-fd", "--sync-fd", "--block-fd",
+          "--userns-block-fd", "--add-seccomp-fd", "--args", "--userns", "--userns2", "--pidns"}
+out, i = [], 0
+while i < len(a):
+    if a[i] in fdopts: i += 2; continue
+    if a[i] in ("--file", "--bind-data", "--ro-bind-data"): i += 3; continue
+    out.append(a[i]); i += 1
+print("\n".join(out))' <<<"$profile")
+	fi
+	if [[ ${#argv[@]} -eq 0 ]]; then
+		# DESIGN.md §5, strict, no network
+		source_of_argv="reconstructed from DESIGN.md §5 (no profile route)"
+		argv=(bwrap --die-with-parent --new-session --unshare-pid --unshare-ipc --unshare-uts
+			--unshare-net --unshare-user --cap-drop ALL)
+		for p in /usr /bin /sbin /lib /lib32 /lib64 /libx32 /etc/ld.so.cache /etc/ld.so.conf \
+			/etc/ld.so.conf.d /etc/alternatives /etc/ssl /etc/passwd /etc/group /nix/store; do
+			argv+=(--ro-bind-try "$p" "$p")
+		done
+		argv+=(--dev /dev --proc /proc --tmpfs /tmp --tmpfs "${HOME:-/root}" --bind "$workdir" "$workdir"
+			--chdir "$workdir" --setenv HOME "$workdir" -- /bin/sh -s)
+	fi
+	[[ ${argv[0]} == */bwrap || ${argv[0]} == bwrap ]] || argv=(bwrap "${argv[@]}")
+
+	printf 'true\n' >"$root/true.sh"
+	chmod 0644 "$root/true.sh"
+	raw_cmd="setpriv --reuid=$jail_uid --regid=$jail_gid --clear-groups --no-new-privs"
+	if [[ $jail_uid -eq 0 ]]; then raw_cmd="setpriv --no-new-privs"; fi
+	raw_cmd+=" env -i PATH=/usr/bin:/bin HOME=$(printf '%q' "$workdir")"
+	for a in "${argv[@]}"; do raw_cmd+=" $(printf '%q' "$a")"; done
+	raw_cmd+=" <$(printf '%q' "$root/true.sh")"
+	eval "$raw_cmd" >/dev/null || fail "raw bwrap does not run: $raw_cmd"
+}
