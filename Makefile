@@ -65,8 +65,10 @@ fuzz-run:
 	  grep -E 'DONE +cov' $(FUZZ_BUILD)/fuzz_$$t.log | tail -n 1; \
 	done
 
+# Benchmarks (never part of test): each script starts its own sbxd on loopback.
+BENCHES ?= run-latency throughput control-plane rss peers
 bench: build
-	bench/run-latency
+	set -e; for b in $(BENCHES); do echo "== bench/$$b"; bench/$$b $(BUILD)/bin; done
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
