@@ -287,8 +287,10 @@ static void conn_out_cb(struct evbuffer *buf, const struct evbuffer_cb_info *inf
 	head_len = (size_t)end.pos + 4;
 	evbuffer_copyout(buf, head, head_len);
 	head[head_len] = '\0';
+	/* libevent's own pages are errors; it also labels an empty reply of ours (a 202 with
+	 * no body) text/html, which must go out untouched */
 	if (!strcasestr(head, "\r\nContent-Type: text/html") ||
-	    sscanf(head, "HTTP/1.%*d %d", &status) != 1) {
+	    sscanf(head, "HTTP/1.%*d %d", &status) != 1 || status < 400) {
 		k->page_check = false; /* one of ours */
 		return;
 	}

@@ -184,6 +184,9 @@ int store_open(const char *path, sqlite3 **ret_db)
 	 * can lose the last commits (runs' records) but never corrupts the database */
 	if ((r = store_exec(db, "PRAGMA journal_mode = WAL")) < 0 ||
 	    (r = store_exec(db, "PRAGMA synchronous = NORMAL")) < 0 ||
+	    /* the page cache is the launcher's largest growth (2 MiB by default): 1 MiB holds
+	     * the sandboxes and the recent runs */
+	    (r = store_exec(db, "PRAGMA cache_size = -1024")) < 0 ||
 	    (r = store_exec(db, "PRAGMA foreign_keys = ON")) < 0 ||
 	    (r = store_exec(db, "PRAGMA secure_delete = ON")) < 0 || (r = store_migrate(db)) < 0) {
 		sqlite3_close(db);

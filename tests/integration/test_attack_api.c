@@ -114,3 +114,19 @@ Test(attack_api, creating_sessions_too_fast_is_429)
 	cr_expect_leq(ok, 100, "%d created", ok);
 	expect_api_not_restarted();
 }
+
+/* A notification is accepted with an empty 202, never turned into an error page (the JSON
+ * rewrite of libevent's own pages once caught it: libevent labels an empty body text/html). */
+Test(attack_api, a_notification_is_an_empty_202)
+{
+	char sid[80], h[128];
+	cr_assert_eq(mcp_init(sid, sizeof(sid)), 200);
+	snprintf(h, sizeof(h), "Mcp-Session-Id: %s", sid);
+	_cleanup_resp_ struct http_resp r =
+	        http_req(&sbx_it, "POST", "/mcp",
+	                 "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
+	                 "Accept: application/json, text/event-stream", h, NULL);
+	assert_status(r, 202);
+	cr_assert_eq(r.body_len, 0, "a body came with the 202: %s", r.body);
+	cr_assert(strstr(r.head, " 202 Accepted"), "%s", r.head);
+}
