@@ -47,7 +47,9 @@ for k in sys.argv[1].split("."):
 print("" if v is None else v)' "$1"; }
 
 start_sbxd() {
-	"$bin_dir/sbxd" --foreground --listen "127.0.0.1:$port" --data-dir "$data" </dev/null >"$log" 2>&1 &
+	# SBXD_ARGS: more sbxd options, e.g. SBXD_ARGS=--no-warm for cold runs only
+	# shellcheck disable=SC2086
+	"$bin_dir/sbxd" --foreground --listen "127.0.0.1:$port" --data-dir "$data" ${SBXD_ARGS:-} </dev/null >"$log" 2>&1 &
 	pid=$!
 	base=http://127.0.0.1:$port/api/sandbox
 	token=""
