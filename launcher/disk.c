@@ -168,9 +168,20 @@ fail:
 
 bool disk_enforced(const struct launcher *L, const char *workdir)
 {
+	/* the sandboxes directory stays on one filesystem for the launcher's life: its device
+	 * is read once (this runs for every row of a sandbox list) */
+	static dev_t parent_dev;
+	static char parent[DISK_PATH_MAX]; /* the directory parent_dev is of ("" = none yet) */
 	struct stat a, b;
-	return workdir && stat(L->sandboxes_dir, &a) == 0 && lstat(workdir, &b) == 0 &&
-	       S_ISDIR(b.st_mode) && a.st_dev != b.st_dev;
+	if (!L->sandboxes_dir)
+		return false;
+	if (strcmp(parent, L->sandboxes_dir) != 0) {
+		if (stat(L->sandboxes_dir, &a) < 0 || strlen(L->sandboxes_dir) >= sizeof(parent))
+			return false;
+		parent_dev = a.st_dev;
+		strcpy(parent, L->sandboxes_dir);
+	}
+	return workdir && lstat(workdir, &b) == 0 && S_ISDIR(b.st_mode) && parent_dev != b.st_dev;
 }
 
 int disk_image_mount(struct launcher *L, const char *id, const char *workdir)
