@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/file.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -80,6 +81,36 @@ static int data_dir_prepare(const char *dir, bool root)
 	return 0;
 }
 
+/* One sbxd per data directory: a second one's launcher would sweep the first's run
+ * cgroups (killing its jails) and share its database. The lock is held for sbxd's life
+ * (the fd is never closed; O_CLOEXEC keeps it out of the children); the file holds the
+ * holder's pid for the message. */
+static int data_dir_lock(const char *dir, long *ret_holder)
+{
+	char path[SBXD_PATH_MAX + 16], buf[24];
+	ssize_t n;
+	int fd;
+
+	*ret_holder = 0;
+	if (snprintf(path, sizeof(path), "%s/%s", dir, SBXD_LOCK_NAME) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int e = errno;
+		if ((n = pread(fd, buf, sizeof(buf) - 1, 0)) > 0) {
+			buf[n] = '\0';
+			*ret_holder = strtol(buf, NULL, 10);
+		}
+		close(fd);
+		return e == EWOULDBLOCK ? -EBUSY : -e;
+	}
+	n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)n, 0) != n)
+		log_warn("writing %s", path);
+	return 0; /* fd stays open: the lock lives as long as sbxd */
+}
+
 int main(int argc, char *argv[])
 {
 	struct sbxd *d = &sbxd;
@@ -107,6 +138,16 @@ int main(int argc, char *argv[])
 	if ((r = data_dir_prepare(d->cfg.data_dir, root)) < 0) {
 		errno = -r;
 		fatal("data directory %s", d->cfg.data_dir);
+	}
+	{
+		long holder;
+		if ((r = data_dir_lock(d->cfg.data_dir, &holder)) == -EBUSY)
+			fatalx("another sbxd (pid %ld) uses the data directory %s", holder,
+			       d->cfg.data_dir);
+		if (r < 0) {
+			errno = -r;
+			fatal("locking the data directory %s", d->cfg.data_dir);
+		}
 	}
 	if ((r = sbxd_log_reopen(d)) < 0) {
 		errno = -r;

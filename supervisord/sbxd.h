@@ -18,6 +18,7 @@
 #define SBXD_PATH_MAX       PATH_MAX
 #define SBXD_LOG_NAME       "sbxd.log"
 #define SBXD_TOKEN_NAME     "api.token"
+#define SBXD_LOCK_NAME  "sbxd.lock" /* one sbxd per data directory */
 #define SBXD_TOKEN_BYTES    32u  /* random bytes; written as 64 hex characters */
 
 /* Restart policy: 100 ms doubling to 5 s; a child that stayed up 30 s starts over. */
