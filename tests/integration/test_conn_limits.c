@@ -382,9 +382,13 @@ Test(conn_limits, soft_nofile_is_raised_to_hard, .init = NULL, .fini = NULL)
 	char path[64], line[256];
 	unsigned long long soft = 0, hard = 0;
 	cr_assert(getrlimit(RLIMIT_NOFILE, &own) == 0);
-	if (own.rlim_max <= 1024)
+	if (own.rlim_max <= 1024) {
+		printf("SKIP: the hard RLIMIT_NOFILE is %llu: nothing to raise to\n",
+		       (unsigned long long)own.rlim_max);
+		fflush(stdout);
 		cr_skip_test("the hard RLIMIT_NOFILE is %llu: nothing to raise to",
 		             (unsigned long long)own.rlim_max);
+	}
 	low = (struct rlimit){ 1024, own.rlim_max };
 	cr_assert(setrlimit(RLIMIT_NOFILE, &low) == 0);
 	int r = sbxd_start(&e); /* sbxd and its children inherit soft 1024 */

@@ -22,8 +22,11 @@
 static void setup(void)
 {
 	sbx_require_bwrap();
-	if (geteuid() != 0 || access("/dev/loop-control", F_OK) != 0)
+	if (geteuid() != 0 || access("/dev/loop-control", F_OK) != 0) {
+		printf("SKIP: needs root and /dev/loop-control for workdir images\n");
+		fflush(stdout);
 		cr_skip_test("SKIP: needs root and /dev/loop-control for workdir images");
+	}
 	sbx_it_init();
 }
 

@@ -38,8 +38,11 @@ static void setup(void)
 {
 	char p[256];
 	sbx_require_bwrap();
-	if (geteuid() != 0)
+	if (geteuid() != 0) {
+		printf("SKIP: needs root (the daemon's jails must run as their own uid)\n");
+		fflush(stdout);
 		cr_skip_test("SKIP: needs root (the daemon's jails must run as their own uid)");
+	}
 	snprintf(top, sizeof(top), "/var/tmp/sbx-owner-XXXXXX");
 	cr_assert_not_null(mkdtemp(top));
 	cr_assert(chmod(top, 0700) == 0);
