@@ -249,21 +249,6 @@ fail:
 	return r;
 }
 
-int cgroup_run_attach(const struct cgroup_run *cg, pid_t pid)
-{
-	char val[32];
-	const char *groups[] = { cg->v2, cg->mem, cg->pids, cg->kill };
-	int r;
-	snprintf(val, sizeof(val), "%d", (int)pid);
-	for (size_t i = 0; i < 4; i++) {
-		if (!groups[i][0] || (i == 3 && strcmp(groups[3], groups[0]) == 0))
-			continue;
-		if ((r = write_str(groups[i], "cgroup.procs", val)) < 0)
-			return r;
-	}
-	return 0;
-}
-
 static int kill_listed(const char *dir)
 {
 	char p[PATH_MAX + 32], line[32];

@@ -47,8 +47,6 @@ const char *cgroup_flavour_name(enum cg_flavour f); /* "v2" | "v1" | "none" */
  * (memory_mb, pids; 0 = no limit). Fills ret; on failure nothing is left behind. */
 int cgroup_run_create(const char *run_id, uint32_t memory_mb, uint32_t pids,
                       struct cgroup_run *ret);
-/* Move pid into every group of the run (called before the child execs). */
-int cgroup_run_attach(const struct cgroup_run *cg, pid_t pid);
 /* SIGKILL everything in the run's groups (cgroup.kill where present). */
 int cgroup_run_kill(const struct cgroup_run *cg);
 /* Did the memory limit fire (v1 failcnt / oom_control, v2 memory.events oom_kill)? */

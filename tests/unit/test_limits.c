@@ -46,7 +46,8 @@ static bool usable(void)
 	return true;
 }
 
-/* fork a child that waits until it is in the group, then runs fn */
+/* fork a child that joins the run's groups itself, as a run's child does, and runs fn once
+ * it is in them; returns when it is */
 static pid_t start_in(struct cgroup_run *cg, void (*fn)(void))
 {
 	int p[2];
@@ -56,16 +57,18 @@ static pid_t start_in(struct cgroup_run *cg, void (*fn)(void))
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		close(p[1]);
-		if (read(p[0], &c, 1) != 1)
+		close(p[0]);
+		if (cgroup_run_join_self(cg, false) < 0)
 			_exit(99);
+		if (write(p[1], "j", 1) != 1)
+			_exit(98);
+		close(p[1]);
 		fn();
 		_exit(0);
 	}
-	close(p[0]);
-	cr_assert_eq(cgroup_run_attach(cg, pid), 0);
-	cr_assert_eq(write(p[1], "g", 1), 1);
 	close(p[1]);
+	cr_assert_eq(read(p[0], &c, 1), 1, "the child could not join its groups");
+	close(p[0]);
 	return pid;
 }
 
