@@ -911,6 +911,25 @@ void json_gen_run(yajl_gen g, const struct msg_RUN_REP *r, const char *out, size
 	yajl_gen_map_close(g);
 	if (r->note && r->note[0])
 		json_gen_kstr(g, "note", r->note);
+	/* "KIND PORT AT_MS HOST" from the launcher (proto_msgs.h) as objects */
+	json_gen_key(g, "networkRefused");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < r->refused.n; i++) {
+		char kind[16];
+		unsigned port;
+		unsigned long long at;
+		int off = 0;
+		if (sscanf(r->refused.v[i], "%15s %u %llu %n", kind, &port, &at, &off) < 3 || !off ||
+		    port > 65535)
+			continue;
+		yajl_gen_map_open(g);
+		json_gen_kstr(g, "kind", kind);
+		json_gen_kstr(g, "host", r->refused.v[i] + off);
+		json_gen_kint(g, "port", port);
+		gen_time(g, "at", at);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
 	yajl_gen_map_close(g);
 }
 
@@ -926,6 +945,16 @@ void json_gen_caps(yajl_gen g, const struct msg_CAPS_REP *c)
 	gen_time(g, "probedAt", c->direct_probed_at);
 	yajl_gen_map_close(g);
 	json_gen_kint(g, "landlockAbi", c->landlock_abi);
+	/* the network fences this machine can build (DESIGN.md §9), and what it cannot */
+	json_gen_key(g, "network");
+	yajl_gen_map_open(g);
+	json_gen_key(g, "fences");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < c->net_fences.n; i++)
+		json_gen_str(g, c->net_fences.v[i]);
+	yajl_gen_array_close(g);
+	json_gen_kstr(g, "note", c->net_note ? c->net_note : "");
+	yajl_gen_map_close(g);
 	json_gen_kbool(g, "seccomp", c->seccomp);
 	json_gen_kbool(g, "seccompNotify", c->seccomp_notify);
 	json_gen_kbool(g, "pasta", c->pasta);

@@ -51,6 +51,7 @@ static void send_run_rep(struct proto_chan *ch, uint32_t id, const struct run_re
 		.created_at = r->created_at,
 		.limits = r->limits,
 		.note = r->note ? r->note : (char *)"",
+		.refused = r->refused,
 	};
 	int mfd = -1;
 	if (with_output && (mfd = output_memfd(r->out, r->out_len, r->err, r->err_len)) < 0) {

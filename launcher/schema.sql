@@ -15,6 +15,8 @@ CREATE TABLE sandboxes (
 	ports_listen   TEXT NOT NULL DEFAULT '',
 	ports_connect  TEXT NOT NULL DEFAULT '',
 	ports_loopback TEXT NOT NULL DEFAULT '',
+	proxy_allow    TEXT NOT NULL DEFAULT '', -- schema 4
+	proxy_private  INTEGER NOT NULL DEFAULT 0, -- schema 4
 	env            TEXT NOT NULL DEFAULT '',
 	timeout_ms     INTEGER NOT NULL,
 	memory_mb      INTEGER NOT NULL,
@@ -58,7 +60,8 @@ CREATE TABLE runs (
 	limits           TEXT NOT NULL DEFAULT '',
 	note             TEXT NOT NULL DEFAULT '',
 	code             TEXT NOT NULL DEFAULT '',
-	created_at       INTEGER NOT NULL
+	created_at       INTEGER NOT NULL,
+	net_refused      TEXT NOT NULL DEFAULT '' -- schema 4: "KIND PORT AT_MS HOST" per line
 );
 CREATE INDEX runs_sandbox ON runs(sandbox_id, seq);
 

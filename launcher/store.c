@@ -57,6 +57,10 @@ static const struct store_migration {
 	  store_migrate_v2 },
 	/* 2 -> 3: limits.diskMb; older sandboxes have no image (their note says so) */
 	{ "ALTER TABLE sandboxes ADD COLUMN disk_mb INTEGER NOT NULL DEFAULT 256", NULL },
+	/* 3 -> 4: proxy.allow and proxy.allowPrivate ("only these websites") */
+	{ "ALTER TABLE sandboxes ADD COLUMN proxy_allow TEXT NOT NULL DEFAULT '';"
+	  "ALTER TABLE sandboxes ADD COLUMN proxy_private INTEGER NOT NULL DEFAULT 0;"
+	  "ALTER TABLE runs ADD COLUMN net_refused TEXT NOT NULL DEFAULT ''", NULL },
 };
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == STORE_SCHEMA_VERSION - 1,
                "one migration per schema version after the first");
@@ -682,7 +686,7 @@ int store_jail_uid_next(sqlite3 *db, uint32_t *ret_uid)
 #define RUN_COLS                                                                                   \
 	"id, sandbox_id, language, entrance, has_exit_code, exit_code, signal, timed_out, "       \
 	"stdout, stderr, stdout_truncated, stderr_truncated, duration_ms, isolation, limits, "    \
-	"note, created_at"
+	"note, created_at, net_refused"
 
 void run_result_clear(struct run_result *r)
 {
@@ -691,6 +695,7 @@ void run_result_clear(struct run_result *r)
 	free(r->out);
 	free(r->err);
 	proto_strv_clear(&r->limits);
+	proto_strv_clear(&r->refused);
 	free(r->note);
 	memset(r, 0, sizeof(*r));
 }
@@ -698,19 +703,19 @@ void run_result_clear(struct run_result *r)
 int store_run_insert(sqlite3 *db, const struct run_result *r, const char *code)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	_cleanup_free_ char *limits = strv_join(&r->limits);
+	_cleanup_free_ char *limits = strv_join(&r->limits), *refused = strv_join(&r->refused);
 	size_t out_len = r->out_len > SBX_STORED_OUTPUT_MAX ? SBX_STORED_OUTPUT_MAX : r->out_len;
 	size_t err_len = r->err_len > SBX_STORED_OUTPUT_MAX ? SBX_STORED_OUTPUT_MAX : r->err_len;
 	size_t code_len = code ? strlen(code) : 0;
 	int rc;
 
-	if (!limits)
+	if (!limits || !refused)
 		return -ENOMEM;
 	if (code_len > SBX_STORED_CODE_MAX)
 		code_len = SBX_STORED_CODE_MAX;
 	rc = store_prepare(db,
 	                   "INSERT INTO runs (" RUN_COLS ", code) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-	                   "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+	                   "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
 	                   &st);
 	if (rc < 0)
 		return rc;
@@ -733,7 +738,8 @@ int store_run_insert(sqlite3 *db, const struct run_result *r, const char *code)
 	sqlite3_bind_text(st, 15, limits, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_text(st, 16, r->note ? r->note : "", -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, 17, (sqlite3_int64)r->created_at);
-	sqlite3_bind_text(st, 18, code ? code : "", (int)code_len, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 18, refused, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 19, code ? code : "", (int)code_len, SQLITE_TRANSIENT);
 	return store_err(sqlite3_step(st));
 }
 
@@ -789,7 +795,8 @@ static int store_run_row(sqlite3_stmt *st, struct run_result *ret)
 	r.created_at = (uint64_t)sqlite3_column_int64(st, 16);
 	if ((rc = store_blob_dup(st, 8, &r.out, &r.out_len)) < 0 ||
 	    (rc = store_blob_dup(st, 9, &r.err, &r.err_len)) < 0 ||
-	    (rc = strv_split((const char *)sqlite3_column_text(st, 14), &r.limits)) < 0)
+	    (rc = strv_split((const char *)sqlite3_column_text(st, 14), &r.limits)) < 0 ||
+	    (rc = strv_split((const char *)sqlite3_column_text(st, 17), &r.refused)) < 0)
 		goto fail;
 	if (!(r.note = col_strdup(st, 15))) {
 		rc = -ENOMEM;

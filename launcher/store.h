@@ -8,7 +8,8 @@
 #include "launcher.h"
 
 #define SBX_STORED_CODE_MAX PROTO_CODE_MAX /* program text kept per run */
-#define STORE_SCHEMA_VERSION 3 /* user_version after migrations (2: mounts table; 3: disk_mb) */
+#define STORE_SCHEMA_VERSION 4 /* user_version after migrations (2: mounts table; 3: disk_mb;
+                                * 4: proxy) */
 
 int store_open(const char *path, sqlite3 **ret_db);
 void store_close(sqlite3 *db);

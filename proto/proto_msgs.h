@@ -21,8 +21,8 @@
 #ifndef SBX_PROTO_MSGS_H
 #define SBX_PROTO_MSGS_H
 
-#define PROTO_VERSION 4 /* 2: mounts travel as MNTV in the sandbox spec; 3: streams, run input by memfd;
-                          4: limits.diskMb, PERR_INSUFFICIENT_STORAGE */
+#define PROTO_VERSION 5 /* 2: mounts travel as MNTV in the sandbox spec; 3: streams, run input by memfd;
+                          4: limits.diskMb, PERR_INSUFFICIENT_STORAGE; 5: proxy, run refusals */
 
 /* Limits, each a named constant with a test at and past it (tests/unit/test_proto.c). */
 #define PROTO_MSG_MAX    65536u /* whole packet, header included */
@@ -42,6 +42,7 @@
 #define PROTO_CALL_DEADLINE_S_DEFAULT 60u
 #define PROTO_CALL_DEADLINE_S_MAX     3600u
 #define PROTO_LIST_MAX   256u   /* entries of a STRV / U32V */
+#define PROTO_REFUSED_MAX 64u   /* network refusals reported per run */
 #define PROTO_TEXT_MAX   60000u /* profile text */
 
 /* Streams (proto_stream.h): data larger than a packet, or data that arrives over time,
@@ -155,7 +156,9 @@ enum proto_stream_chan {
 	F(S, BOOL, docker_ok, 0)                                                                      \
 	F(S, STR, docker_reason, PROTO_STR_MAX)                                                       \
 	F(S, U64, direct_probed_at, 0)                                                                \
-	F(S, U64, docker_probed_at, 0)
+	F(S, U64, docker_probed_at, 0)                                                                \
+	F(S, STRV, net_fences, 8) /* none | ports | ports-unrestricted | network | proxy */        \
+	F(S, STR, net_note, PROTO_STR_MAX)
 
 #define MSG_POLICY_FIELDS(F, S)                                                                       \
 	F(S, BOOL, exec_shell, 0)                                                                     \
@@ -212,7 +215,9 @@ enum proto_stream_chan {
 
 /* A run's result. When an fd is attached it is a memfd holding stdout_len bytes of
  * stdout followed by stderr_len bytes of stderr (outputs can exceed one packet).
- * limits: "memory=cgroup-v1", "pids=rlimit", ... what was actually enforced. */
+ * limits: "memory=cgroup-v1", "pids=rlimit", ... what was actually enforced.
+ * refused: the network refusals the engine saw, each "KIND PORT AT_MS HOST" (KIND lookup |
+ * connect; HOST a name or an address), at most PROTO_REFUSED_MAX. */
 #define MSG_RUN_REP_FIELDS(F, S)                                                                      \
 	F(S, STR, id, PROTO_ID_MAX)                                                                   \
 	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
@@ -230,7 +235,8 @@ enum proto_stream_chan {
 	F(S, STR, isolation, PROTO_NAME_MAX)                                                          \
 	F(S, U64, created_at, 0)                                                                      \
 	F(S, STRV, limits, PROTO_LIST_MAX)                                                            \
-	F(S, STR, note, PROTO_STR_MAX)
+	F(S, STR, note, PROTO_STR_MAX)                                                                \
+	F(S, STRV, refused, PROTO_REFUSED_MAX)
 
 #define MSG_MOUNT_ADD_FIELDS(F, S)                                                                    \
 	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \

@@ -68,6 +68,7 @@ enum sbx_jkind {
 	  "{\"type\":\"array\",\"items\":" SBX_JS_STR "}", READ_PATHS)                                                                                  \
 	X(A, B, ",", network,    network,     BOOL, "network",   SBXJ_BOOL,    network,    0,               0, 0, SBX_JS_BOOL, NETWORK)                   \
 	G(X, A, B, ",", "ports", SBX_FIELDS_PORTS, PORTS)                                                                                                \
+	G(X, A, B, ",", "proxy", SBX_FIELDS_PROXY, PROXY)                                                                                                \
 	X(A, B, ",", mounts,     mount,       MNTV, "mounts",    SBXJ_MOUNTS,  none,       SBX_MOUNTS_MAX,  0, 0, SBX_JS_MOUNTS, MOUNTS)                  \
 	X(A, B, ",", env,        env,         STRV, "env",       SBXJ_ENV,     env,        PROTO_LIST_MAX,  0, 0,                                         \
 	  "{\"type\":\"object\",\"additionalProperties\":" SBX_JS_STR "}", ENV)                                                                         \
@@ -80,6 +81,14 @@ enum sbx_jkind {
 	X(A, B, "",  ports_listen,   ports_listen,   U32V, "listen",   SBXJ_PORTS, ports_listen,   PROTO_LIST_MAX, 0, 0, SBX_JS_PORTS, PORTS)          \
 	X(A, B, ",", ports_connect,  ports_connect,  U32V, "connect",  SBXJ_PORTS, ports_connect,  PROTO_LIST_MAX, 0, 0, SBX_JS_PORTS, PORTS)          \
 	X(A, B, ",", ports_loopback, ports_loopback, U32V, "loopback", SBXJ_PORTS, ports_loopback, PROTO_LIST_MAX, 0, 0, SBX_JS_PORTS, PORTS)
+
+/* proxy: "only these websites" (DESIGN.md §9); entries "name:port" or "*.suffix:port".
+ * An update that names "proxy" replaces both members (an absent one is empty / false). */
+#define SBX_PROXY_ALLOW_MAX 64u /* entries of proxy.allow (common/netallow.h) */
+#define SBX_FIELDS_PROXY(X, A, B)                                                                                                                        \
+	X(A, B, "",  proxy_allow,   proxy_allow,   STRV, "allow",        SBXJ_STRV, proxy_allow,   SBX_PROXY_ALLOW_MAX, 0, 0,                           \
+	  "{\"type\":\"array\",\"items\":" SBX_JS_STR "}", PROXY)                                                                                        \
+	X(A, B, ",", proxy_private, proxy_private, BOOL, "allowPrivate", SBXJ_BOOL, proxy_private, 0,                   0, 0, SBX_JS_BOOL, PROXY)
 
 /* limits: 0 (or absent) keeps the current value, or the default for a new sandbox */
 #define SBX_FIELDS_LIMITS(X, A, B)                                                                                                                                             \

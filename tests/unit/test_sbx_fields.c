@@ -73,6 +73,7 @@ static const char full_body[] =
 	"{\"name\":\"every-field\",\"backend\":\"docker\",\"fsMode\":\"allowlist\","
 	"\"readPaths\":[\"/opt/a\",\"/srv/b c\"],\"network\":true,"
 	"\"ports\":{\"listen\":[8000],\"connect\":[443,80],\"loopback\":[8899]},"
+	"\"proxy\":{\"allow\":[\"pypi.org:443\",\"*.pythonhosted.org:443\"],\"allowPrivate\":true},"
 	"\"mounts\":[{\"source\":\"/srv/data\",\"target\":\"data\",\"readOnly\":true},"
 	"{\"source\":\"/srv/out\",\"target\":\"out/x\",\"readOnly\":false}],"
 	"\"env\":{\"HTTPS_PROXY\":\"http://127.0.0.1:8899\",\"EMPTY\":\"\"},"
@@ -329,26 +330,33 @@ Test(sbx_fields, wire_mounts_at_limit_and_past)
 Test(sbx_fields, note_names_what_is_not_enforced)
 {
 	struct sandbox s = { 0 };
+	const struct net_machine m = { .pasta = true, .jail_init = true, .net_proc = true,
+		                       .landlock_abi = 7 };
+	const struct net_machine no_pasta = { .jail_init = true, .net_proc = true, .landlock_abi = 7 };
 	char note[SANDBOX_NOTE_MAX];
 	char *run_note = NULL;
 
 	s.fs_mode_raw = strdup("strict");
-	sandbox_note(&s, note, sizeof(note));
+	sandbox_note(&s, &m, note, sizeof(note));
 	cr_expect_str_eq(note, "");
-	sandbox_note_run(&s, &run_note);
+	sandbox_note_run(&s, &m, &run_note);
 	cr_expect_null(run_note);
 
+	/* a loopback port is a port rule, and says what that means */
 	proto_u32v_push(&s.ports_loopback, 8899);
 	s.tracing = true;
-	sandbox_note(&s, note, sizeof(note));
-	cr_expect(strstr(note, "ports are stored but not enforced yet"), "%s", note);
+	sandbox_note(&s, &m, note, sizeof(note));
+	cr_expect(strstr(note, "every remote host"), "%s", note);
 	cr_expect(strstr(note, "tracing is not implemented yet"), "%s", note);
 	run_note = strdup("earlier");
-	sandbox_note_run(&s, &run_note);
+	sandbox_note_run(&s, &m, &run_note);
 	cr_expect(strncmp(run_note, "earlier; ", 9) == 0 && strstr(run_note, note), "%s", run_note);
 	free(run_note);
+	/* without pasta the note says runs are refused, and why */
+	sandbox_note(&s, &no_pasta, note, sizeof(note));
+	cr_expect(strstr(note, "runs are refused") && strstr(note, "pasta"), "%s", note);
 	/* a small buffer cuts, never overruns */
-	sandbox_note(&s, note, 16);
+	sandbox_note(&s, &m, note, 16);
 	cr_expect_eq(strlen(note), 15);
 	sandbox_clear(&s);
 }
