@@ -113,6 +113,11 @@ static uint64_t landlock_fs_rights(int abi)
 
 int confine_landlock_deny_all(struct confine_report *rep)
 {
+	return confine_landlock_no_files(rep, false);
+}
+
+int confine_landlock_no_files(struct confine_report *rep, bool connect)
+{
 	int abi = confine_landlock_abi();
 	if (abi <= 0) {
 		report_detail(rep, "landlock", EOPNOTSUPP);
@@ -121,7 +126,9 @@ int confine_landlock_deny_all(struct confine_report *rep)
 	struct confine_ll_attr attr = { .handled_access_fs = landlock_fs_rights(abi) };
 	size_t attr_size = sizeof(attr.handled_access_fs);
 	if (abi >= 4) {
-		attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
+		/* connect: left unhandled, so allowed to any port (sbx-net's whole job) */
+		attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP |
+		                          (connect ? 0 : LANDLOCK_ACCESS_NET_CONNECT_TCP);
 		attr_size = sizeof(attr);
 	}
 	int fd = (int)syscall(SYS_landlock_create_ruleset, &attr, attr_size, 0);
@@ -176,11 +183,21 @@ const char *const *confine_api_syscalls(void)
 
 int confine_seccomp_api(struct confine_report *rep)
 {
+	return confine_seccomp_allow(rep, NULL);
+}
+
+int confine_seccomp_allow(struct confine_report *rep, const char *const *extra)
+{
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
 	int r, n = 0;
 
 	if (!ctx)
 		return -ENOMEM;
+	for (size_t i = 0; extra && extra[i]; i++) {
+		int nr = seccomp_syscall_resolve_name(extra[i]);
+		if (nr != __NR_SCMP_ERROR && seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0) == 0)
+			n++;
+	}
 	for (size_t i = 0; api_syscalls[i]; i++) {
 		int nr = seccomp_syscall_resolve_name(api_syscalls[i]);
 		if (nr == __NR_SCMP_ERROR)

@@ -29,9 +29,13 @@ int confine_landlock_abi(void);
 /* A ruleset that handles every filesystem access right (and TCP bind/connect at ABI>=4)
  * and grants none. */
 int confine_landlock_deny_all(struct confine_report *rep);
+/* The same, but TCP connect is left allowed (sbx-net connects out; it binds nothing). */
+int confine_landlock_no_files(struct confine_report *rep, bool connect);
 /* The API process's allow-list: what an event loop serving sockets it already holds
  * needs; execve, open, ptrace and the rest fail. */
 int confine_seccomp_api(struct confine_report *rep);
+/* The API's allow-list plus the system calls named in extra (NULL-terminated, or NULL). */
+int confine_seccomp_allow(struct confine_report *rep, const char *const *extra);
 /* The names of the system calls the API allow-list keeps (NULL-terminated). */
 const char *const *confine_api_syscalls(void);
 

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -293,4 +294,21 @@ int parse_uint(const char *s, unsigned min, unsigned max, unsigned *ret)
 		return -ERANGE;
 	*ret = (unsigned)v;
 	return 0;
+}
+
+int wait_readable(int fd, unsigned ms)
+{
+	uint64_t end = now_ms() + ms;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	for (;;) {
+		uint64_t now = now_ms();
+		int r;
+		if (now >= end)
+			return -ETIMEDOUT;
+		r = poll(&pfd, 1, (int)(end - now));
+		if (r > 0)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+	}
 }

@@ -12,6 +12,9 @@
 #define SBX_FD_PEER   4 /* channel to the other child */
 
 uint64_t now_ms(void);       /* CLOCK_MONOTONIC */
+/* Wait until fd is readable, up to ms; a signal does not shorten the wait (EINTR is
+ * retried against the same deadline). 0, -ETIMEDOUT or -errno. */
+int wait_readable(int fd, unsigned ms);
 uint64_t now_unix_s(void);   /* wall clock, seconds */
 int fmt_iso8601(uint64_t unix_s, char *buf, size_t bufsz); /* "2026-12-02T10:00:00Z" */
 
