@@ -21,6 +21,8 @@
 #include <linux/landlock.h>
 
 #include "cleanup.h"
+#include "fence/netplan.h"
+#include "log.h"
 #include "privdrop.h"
 #include "util.h"
 
@@ -43,7 +45,7 @@ struct probe {
 static struct {
 	struct launcher *L;
 	char direct_backend[16], direct_reason[512], bwrap_version[PROTO_NAME_MAX];
-	char cgroup[8], docker_reason[512];
+	char cgroup[8], docker_reason[512], net_note[512];
 	bool direct_ok, docker_ok, seccomp, seccomp_notify, pasta;
 	uint32_t landlock_abi;
 	bool direct_valid, docker_valid, direct_running, docker_running;
@@ -275,6 +277,7 @@ static void caps_static_probe(void)
 	C.seccomp_notify = C.seccomp &&
 	                   read_file("/proc/sys/kernel/seccomp/actions_avail", 4096, &actions, &alen) >= 0 &&
 	                   strstr(actions, "user_notif") != NULL;
+	/* installed; the attach probe after the bwrap test decides (pasta_test_done) */
 	C.pasta = false;
 	for (size_t i = 0; i < sizeof(pasta_paths) / sizeof(pasta_paths[0]); i++)
 		if (access(pasta_paths[i], X_OK) == 0)
@@ -294,11 +297,13 @@ static void caps_static_probe(void)
 
 static void caps_flush_waiters(void)
 {
+	_cleanup_(proto_strv_clear) struct proto_strv fences = { 0 };
 	struct msg_CAPS_REP rep;
 	unsigned n = C.nwaiters;
 
 	if (C.direct_running || C.docker_running)
 		return;
+	net_plan_fences(&C.L->net, &fences);
 	rep = (struct msg_CAPS_REP){
 		.direct_backend = C.direct_backend,
 		.direct_ok = C.direct_ok,
@@ -313,6 +318,8 @@ static void caps_flush_waiters(void)
 		.docker_reason = C.docker_reason,
 		.direct_probed_at = C.direct_at,
 		.docker_probed_at = C.docker_at,
+		.net_fences = fences,
+		.net_note = C.net_note,
 	};
 	C.nwaiters = 0; /* a callback may queue again */
 	for (unsigned i = 0; i < n; i++)
@@ -328,14 +335,61 @@ static void direct_finish(void)
 	caps_flush_waiters();
 }
 
+/* What the network fence can be built from now (L->net, read by policy and the notes). */
+static void net_machine_update(void)
+{
+	struct launcher *L = C.L;
+	L->net = (struct net_machine){ .pasta = C.pasta && L->pasta_path,
+		                       .jail_init = L->jail_init_path != NULL,
+		                       .net_proc = L->net_path != NULL,
+		                       .landlock_abi = (int)C.landlock_abi };
+	struct stat st;
+	char tun[160] = "";
+	/* the usual cause: a machine without udev left the tun device root-only */
+	if (L->pasta_path && !C.pasta && stat("/dev/net/tun", &st) == 0 &&
+	    (st.st_mode & 0006) != 0006)
+		snprintf(tun, sizeof(tun), "(/dev/net/tun is mode %03o: the jail uid cannot open "
+		                           "it; the distribution default is 0666) ",
+		         (unsigned)(st.st_mode & 0777));
+	snprintf(C.net_note, sizeof(C.net_note), "%s%s%s%s%s%s",
+	         !L->pasta_path ? "pasta is not installed: no ports, no network: true; "
+	         : !C.pasta     ? "pasta is installed but could not attach to a namespace here "
+	                        : "",
+	         L->pasta_path && !C.pasta ? tun : "",
+	         L->pasta_path && !C.pasta ? "- no ports, no network: true; " : "",
+	         !L->jail_init_path ? "sbx-jail-init is missing: no network fence at all; " : "",
+	         !L->net_path ? "sbx-net is missing: no proxy.allow; " : "",
+	         C.landlock_abi < NET_LANDLOCK_PORTS_ABI
+	                 ? "Landlock has no TCP port rules here (ABI < 4): ports cannot be "
+	                   "restricted, only the host's loopback kept out"
+	                 : "");
+}
+
+/* pasta can attach to a namespace of its own making, as the uid jails run as */
+static void pasta_test_done(bool timed_out, int st, const char *out)
+{
+	C.pasta = probe_ok(timed_out, st);
+	if (!C.pasta)
+		log_warnx("pasta probe failed: %s", out && *out ? out : "no output");
+	net_machine_update();
+	direct_finish();
+}
+
 static void direct_test_done(bool timed_out, int st, const char *out)
 {
+	char *const argv[] = { C.L->pasta_path, "--config-net", "--quiet", "--no-map-gw", "-T", "none",
+		               "-U", "none", "-u", "none", "-t", "none", "--", "/bin/true", NULL };
 	C.direct_ok = probe_ok(timed_out, st);
 	if (C.direct_ok)
 		snprintf(C.direct_reason, sizeof(C.direct_reason), "bwrap runs a jail");
 	else
 		describe_failure("bwrap test jail", timed_out, st, out, C.direct_reason,
 		                 sizeof(C.direct_reason));
+	/* only where jails run at all; before the first probe an installed pasta counts */
+	if (C.direct_ok && C.L->pasta_path && probe_start(argv, C.L->root, pasta_test_done) == 0)
+		return;
+	C.pasta = false;
+	net_machine_update();
 	direct_finish();
 }
 

@@ -104,7 +104,7 @@ static int send_sbx_rep(struct proto_chan *ch, uint32_t id, const struct sandbox
 		reply_err(ch, id, PERR_INTERNAL, "out of memory");
 		return r;
 	}
-	sandbox_note(s, note, sizeof(note));
+	sandbox_note(s, &dispatch_L->net, note, sizeof(note));
 	n = strlen(note);
 	if (s->backend == BACKEND_DOCKER && caps_docker_unavailable(&why) && n < sizeof(note))
 		n += (size_t)snprintf(note + n, sizeof(note) - n, "%sdocker is not available: %s",
@@ -235,7 +235,9 @@ static void h_sbx_create(struct proto_chan *ch, const struct proto_hdr *h, void 
 	int r;
 
 	SANDBOX_SPEC_FROM(&spec, in);
-	if ((r = sandbox_spec_check(&spec, SBXF_ALL_, reason, sizeof(reason))) < 0) {
+	if ((r = sandbox_spec_check(&spec, SBXF_ALL_, reason, sizeof(reason))) < 0 ||
+	    (r = sandbox_net_check(&SANDBOX_NET_OF(&spec), dispatch_L->api_port, reason,
+	                           sizeof(reason))) < 0) {
 		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "%s", reason);
 		return;
 	}
@@ -462,7 +464,13 @@ static void h_sbx_update(struct proto_chan *ch, const struct proto_hdr *h, void 
 	}
 	/* settings take effect on the next run: each run builds its fence from the row */
 	old_disk_mb = s.disk_mb;
-	if ((r = sandbox_spec_apply(&s, &spec, in->set_mask)) < 0 || (r = sandbox_rep_fits(&s)) < 0 ||
+	if ((r = sandbox_spec_apply(&s, &spec, in->set_mask)) == 0 &&
+	    sandbox_net_check(&SANDBOX_NET_OF(&s), dispatch_L->api_port, reason, sizeof(reason)) < 0) {
+		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "%s", reason);
+		sandbox_clear(&s);
+		return;
+	}
+	if (r < 0 || (r = sandbox_rep_fits(&s)) < 0 ||
 	    (r = disk_resize(ch, h->id, &s, old_disk_mb)) < 0 ||
 	    (r = store_sandbox_update(dispatch_L->db, &s)) < 0) {
 		if (r == -ECANCELED) /* replied */

@@ -7,7 +7,8 @@
 
 bool sandbox_denies_inet(const struct sandbox *s)
 {
-	return !s->network && !s->ports_listen.n && !s->ports_connect.n && !s->ports_loopback.n;
+	return !s->network && !s->ports_listen.n && !s->ports_connect.n && !s->ports_loopback.n &&
+	       !s->proxy_allow.n;
 }
 
 const char *launcher_home_dir(void)

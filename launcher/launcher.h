@@ -62,6 +62,16 @@ struct sandbox {
 };
 void sandbox_clear(struct sandbox *s);
 
+/* What the machine has for the network fence (launcher/fence/netplan.h). */
+struct net_machine {
+	bool pasta;       /* pasta installed and, once probed, able to attach */
+	bool jail_init;   /* sbx-jail-init next to the launcher */
+	bool net_proc;    /* sbx-net next to the launcher */
+	int landlock_abi; /* 0 = none; 4+ has TCP port rules */
+};
+
+struct netproc;
+
 /* What the launcher knows about itself, shared by every module. */
 struct launcher {
 	struct event_base *base;
@@ -76,6 +86,17 @@ struct launcher {
 	unsigned live_runs;
 	bool disk_images;     /* limits.diskMb is enforced by workdir images (disk.c) */
 	const char *disk_why; /* why not, when not */
+	/* the network fence (launcher/fence/netplan.h, DESIGN.md §9) */
+	char *jail_init_path; /* sbx-jail-init next to this binary; NULL when missing */
+	char *net_path;       /* sbx-net next to this binary; NULL when missing */
+	char *pasta_path;     /* pasta found on the usual paths; NULL when missing */
+	char *hosts_file;     /* sbxd --hosts: the proxy resolves these names first */
+	char api_host[64];    /* the API's listen address (sbxd --listen), "" if not told */
+	uint16_t api_port;    /* its port: never a sandbox's loopback port */
+	int landlock_abi;     /* 0 = no Landlock */
+	struct net_machine net; /* kept current by main.c and the caps probe */
+	struct netproc *netproc; /* sbx-net, started at the first proxy run */
+	char *resolv_conf;    /* <data>/net/resolv.conf: the proxy resolver, for proxy.allow */
 };
 
 /* A run's output as it arrives, the part kept under limits.outputBytes: the hook that
@@ -111,6 +132,7 @@ struct run_result {
 	const char *isolation; /* "bwrap" | "degraded" | "none" | ... (static string) */
 	struct proto_strv limits; /* "memory=cgroup-v1", ... */
 	char *note;
+	struct proto_strv refused; /* network refusals, "KIND PORT AT_MS HOST" (RUN_REP) */
 };
 void run_result_clear(struct run_result *r);
 

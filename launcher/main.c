@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,11 @@
 
 #include "caps.h"
 #include "cleanup.h"
+#include "confine.h"
 #include "disk.h"
+#include "listen.h"
+#include "fence/netns_proxy.h"
+#include "netrun.h"
 #include "dispatch.h"
 #include "fence/cgroup.h"
 #include "launcher.h"
@@ -27,7 +32,8 @@
 static _Noreturn void usage(void)
 {
 	fprintf(stderr, "usage: sbx-launcher --data-dir DIR [--log-level error|warn|info|debug]\n"
-	                "       [--bwrap PATH] [--docker PATH] [--no-warm]\n");
+	                "       [--bwrap PATH] [--docker PATH] [--no-warm]\n"
+	                "       [--api-listen HOST:PORT] [--hosts FILE]\n");
 	exit(2);
 }
 
@@ -38,6 +44,57 @@ static char *find_bwrap(void)
 		if (access(paths[i], X_OK) == 0)
 			return strdup(paths[i]);
 	return NULL;
+}
+
+/* A helper binary installed next to this one (the libexec dir sbxd started us from). */
+static char *find_sibling(const char *name)
+{
+	char self[PATH_MAX], *slash, *path = NULL;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n <= 0)
+		return NULL;
+	self[n] = '\0';
+	if (!(slash = strrchr(self, '/')))
+		return NULL;
+	*slash = '\0';
+	if (asprintf(&path, "%s/%s", self, name) < 0)
+		return NULL;
+	if (access(path, X_OK) < 0) {
+		free(path);
+		return NULL;
+	}
+	return path;
+}
+
+static char *find_pasta(void)
+{
+	static const char *const paths[] = { "/usr/bin/pasta", "/bin/pasta", "/usr/local/bin/pasta" };
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		if (access(paths[i], X_OK) == 0)
+			return strdup(paths[i]);
+	return NULL;
+}
+
+static void own_dir(const char *path, mode_t mode);
+
+/* <data>/net: pasta's pid FIFOs and the resolv.conf of proxy.allow jails, which name the
+ * engine's resolver inside their own namespace (fence/netns_proxy.h). */
+static void net_dir_init(struct launcher *L)
+{
+	char dir[PATH_MAX], text[256];
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	snprintf(dir, sizeof(dir), "%s/net", L->data_dir);
+	own_dir(dir, L->root ? 0711 : 0700);
+	if (asprintf(&L->resolv_conf, "%s/resolv.conf", dir) < 0)
+		fatalx("out of memory");
+	netns_proxy_resolv_conf(text, sizeof(text));
+	unlink(L->resolv_conf);
+	fd = open(L->resolv_conf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	/* every jail uid reads it (the launcher's umask is 077) */
+	if (fd < 0 || fchmod(fd, 0644) < 0 || (r = write_all(fd, text, strlen(text))) < 0)
+		fatal("writing %s", L->resolv_conf);
 }
 
 /* A directory the launcher owns: created if missing, never a symlink, given `mode`. */
@@ -93,6 +150,8 @@ int main(int argc, char **argv)
 		{ "docker", required_argument, NULL, 'D' },
 		{ "bwrap", required_argument, NULL, 'B' },
 		{ "no-warm", no_argument, NULL, 'W' },
+		{ "api-listen", required_argument, NULL, 'A' },
+		{ "hosts", required_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct launcher L = { 0 };
@@ -103,13 +162,21 @@ int main(int argc, char **argv)
 	int c, r;
 
 	log_init("sbx-launcher", lvl);
-	while ((c = getopt_long(argc, argv, "d:l:D:B:W", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "d:l:D:B:WA:H:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
 			data_dir = optarg;
 			break;
 		case 'W':
 			runner_warm_enable(false);
+			break;
+		case 'A':
+			if (listen_parse(optarg, true, L.api_host, sizeof(L.api_host), &L.api_port) < 0)
+				usage();
+			break;
+		case 'H':
+			if (optarg[0] != '/' || !(L.hosts_file = strdup(optarg)))
+				usage();
 			break;
 		case 'B':
 			if (optarg[0] != '/')
@@ -150,6 +217,22 @@ int main(int argc, char **argv)
 	L.bwrap_path = bwrap_opt ? strdup(bwrap_opt) : find_bwrap();
 	if (!L.bwrap_path)
 		log_warnx("bwrap not found: runs are DEGRADED (no OS barrier)");
+	L.jail_init_path = find_sibling("sbx-jail-init");
+	L.net_path = find_sibling("sbx-net");
+	L.pasta_path = find_pasta();
+	L.landlock_abi = confine_landlock_abi();
+	if (L.landlock_abi < 0)
+		L.landlock_abi = 0;
+	if (!L.jail_init_path)
+		log_warnx("sbx-jail-init not found next to sbx-launcher: no Landlock second wall, "
+		          "and runs that need the network fence are refused");
+	if (!L.pasta_path)
+		log_warnx("pasta not found: sandboxes with ports or network: true are refused");
+	L.net = (struct net_machine){ .pasta = L.pasta_path != NULL,
+		                      .jail_init = L.jail_init_path != NULL,
+		                      .net_proc = L.net_path != NULL,
+		                      .landlock_abi = L.landlock_abi };
+	net_dir_init(&L);
 
 	cgroups_start(&L);
 
@@ -176,6 +259,7 @@ int main(int argc, char **argv)
 	event_base_dispatch(L.base);
 
 	runner_stop_all(&L); /* every exit path: a lost sbxd, SIGTERM, SIGINT */
+	netrun_shutdown(&L);
 	disk_unmount_all(&L);
 	event_free(sig_term);
 	event_free(sig_int);
@@ -184,6 +268,11 @@ int main(int argc, char **argv)
 	store_close(L.db);
 	event_base_free(L.base);
 	free(L.bwrap_path);
+	free(L.jail_init_path);
+	free(L.net_path);
+	free(L.pasta_path);
+	free(L.hosts_file);
+	free(L.resolv_conf);
 	free(L.sandboxes_dir);
 	free(L.data_dir);
 	log_info("exiting");

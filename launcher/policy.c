@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "caps.h"
+#include "fence/netplan.h"
 #include "runner.h"
 #include "sandbox.h"
 #include "store.h"
@@ -75,14 +76,24 @@ int policy_isolation(bool sandboxed, const struct sandbox *s, const struct polic
 		*ret_iso = ISO_DOCKER;
 		return 0;
 	}
-	/* outbound network without the host's loopback needs the pasta fence (DESIGN.md §9),
-	 * which this build does not have yet. Sharing the host's network namespace would hand
-	 * the jail every local service, the daemon's API included: refuse. */
-	if (s->network)
-		return fail(PERR_ENGINE_UNAVAILABLE, why, whysz,
-		            "network: true needs the pasta network fence, which this build does not "
-		            "have yet; without it the host's loopback services would be reachable. "
-		            "Set network: false.");
+	/* a network fence that cannot be built here refuses the run: sharing the host's
+	 * network namespace would hand the jail every local service, the API included */
+	if (net_mode_of(s) != NET_NONE) {
+		static const struct net_machine nothing = { 0 };
+		const char *missing = net_plan_missing(s, m->net ? m->net : &nothing);
+		if (!m->bwrap)
+			return fail(PERR_ENGINE_UNAVAILABLE, why, whysz,
+			            "network, ports and proxy.allow need bwrap, which is not installed");
+		if (missing)
+			return fail(PERR_ENGINE_UNAVAILABLE, why, whysz, "%s", missing);
+		/* checked when stored too; the daemon may have moved since */
+		for (uint32_t i = 0; m->api_port && i < s->ports_loopback.n; i++)
+			if (s->ports_loopback.v[i] == m->api_port)
+				return fail(PERR_CONFLICT, why, whysz,
+				            "loopback port %u is the daemon's own API port: a sandbox may "
+				            "never reach it (remove it from ports.loopback)",
+				            m->api_port);
+	}
 	if (!m->bwrap) {
 		/* no bwrap at all: the named, reported degraded state, never silent */
 		snprintf(note, notesz, "bwrap is not installed: this run had no OS barrier");
@@ -108,7 +119,8 @@ static void refuse(run_done_fn done, void *arg, int code, const char *msg)
 int run_code(struct launcher *L, const struct run_request *req, run_done_fn done, void *arg)
 {
 	struct msg_POLICY_REP pol;
-	struct policy_machine m = { .bwrap = L->bwrap_path != NULL };
+	struct policy_machine m = { .bwrap = L->bwrap_path != NULL, .net = &L->net,
+		                    .api_port = L->api_port };
 	struct sandbox sb;
 	enum isolation iso;
 	char why[POLICY_WHY_MAX], note[POLICY_WHY_MAX];

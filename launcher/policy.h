@@ -29,6 +29,8 @@ struct policy_machine {
 	const char *engine_why;
 	bool docker_ok;      /* the docker daemon answered and a client exists */
 	const char *docker_why;
+	const struct net_machine *net; /* the network fence's mechanisms; NULL = none */
+	uint16_t api_port;   /* the daemon's own API port: never a loopback port */
 };
 
 /* Phase 2, with the sandbox: the isolation of a run (sandboxed from phase 1), or a

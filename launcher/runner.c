@@ -28,6 +28,8 @@
 #include "disk.h"
 #include "fence/cgroup.h"
 #include "log.h"
+#include "fence/netns_proxy.h"
+#include "netrun.h"
 #include "registry.h"
 #include "sandbox.h"
 #include "store.h"
@@ -157,6 +159,7 @@ struct run {
 	uint64_t fingerprint; /* of the sandbox's settings it was built for */
 	unsigned gen;         /* warm_gen then (policy, capabilities) */
 	uint64_t warm_since;  /* now_ms() when it was built */
+	struct netrun net;    /* the network fence (netrun.h) */
 };
 
 static LIST_HEAD(run_list, run) runs = LIST_HEAD_INITIALIZER(runs);
@@ -255,6 +258,7 @@ static void cg_later_flush(void)
  * registered is withdrawn here (and from sbxd's mirror). */
 static void run_free(struct run *r)
 {
+	netrun_release(&r->net, NULL); /* a run that never completed: no refusals to keep */
 	registry_release_run(registry_launcher(), r->res.id);
 	if (r->have_cg)
 		cg_remove(r->L, &r->cg);
@@ -399,6 +403,8 @@ static void sigchld_cb(evutil_socket_t fd, short what, void *arg)
 	for (r = LIST_FIRST(&runs); r; r = next) {
 		int st;
 		next = LIST_NEXT(r, entry);
+		if (r->net.pasta > 0 && waitpid(r->net.pasta, &st, WNOHANG) == r->net.pasta)
+			netrun_reap(&r->net, r->net.pasta, st);
 		if (r->exited || waitpid(r->pid, &st, WNOHANG) != r->pid)
 			continue;
 		r->status = st;
@@ -488,6 +494,9 @@ static void act_complete(struct run *r)
 		append_note(r, "output beyond limits.outputBytes was dropped");
 	if (res->timed_out)
 		append_note(r, "killed at its deadline");
+	netrun_release(&r->net, res); /* pasta ends; the proxy's refusals join the result */
+	if (r->net.why[0])
+		append_note(r, r->net.why);
 	LIST_REMOVE(r, entry);
 	r->L->live_runs--;
 	/* a run the history cannot show is an error to the client, never a 200 that 404s */
@@ -556,6 +565,7 @@ struct child_fds {
 	const struct cgroup_run *cg; /* NULL: no groups */
 	bool in_v2;                  /* created in its cgroup2 group (clone3) */
 	int block;                   /* built ahead: bwrap --block-fd, or -1 */
+	int ready, netsync;          /* the network fence (netrun.h), or -1 */
 };
 
 static _Noreturn void child_main(const struct backend_ops *ops, struct backend_child *c,
@@ -563,7 +573,7 @@ static _Noreturn void child_main(const struct backend_ops *ops, struct backend_c
 {
 	struct rlimit rl;
 	char ch;
-	int keep[3], jr;
+	int keep[5], jr;
 	size_t nkeep = 0;
 
 	setsid();
@@ -587,12 +597,20 @@ static _Noreturn void child_main(const struct backend_ops *ops, struct backend_c
 		backend_child_fail("seccomp fd");
 	if (f->block >= 0 && dup2(f->block, BACKEND_CHILD_FD_BLOCK) < 0)
 		backend_child_fail("block fd");
+	if (f->ready >= 0 && dup2(f->ready, BACKEND_CHILD_FD_READY) < 0)
+		backend_child_fail("ready fd");
+	if (f->netsync >= 0 && dup2(f->netsync, BACKEND_CHILD_FD_NETSYNC) < 0)
+		backend_child_fail("network sync fd");
 	if (f->info >= 0)
 		keep[nkeep++] = BACKEND_CHILD_FD_INFO;
 	if (f->seccomp >= 0)
 		keep[nkeep++] = BACKEND_CHILD_FD_SECCOMP;
 	if (f->block >= 0)
 		keep[nkeep++] = BACKEND_CHILD_FD_BLOCK;
+	if (f->ready >= 0)
+		keep[nkeep++] = BACKEND_CHILD_FD_READY;
+	if (f->netsync >= 0)
+		keep[nkeep++] = BACKEND_CHILD_FD_NETSYNC;
 	close_fds_from(3, keep, nkeep);
 
 	rl = (struct rlimit){ 0, 0 };
@@ -755,6 +773,13 @@ static pid_t spawn_child(int cgfd, bool *ret_in_v2)
 	return pid < 0 ? -errno : pid;
 }
 
+#define PROXY_URL "http://" NETNS_PROXY_ADDR ":3128"
+_Static_assert(NETNS_PROXY_PORT == 3128, "PROXY_URL names the proxy port");
+static const char *const proxy_env[] = {
+	"HTTP_PROXY=" PROXY_URL, "HTTPS_PROXY=" PROXY_URL, "http_proxy=" PROXY_URL,
+	"https_proxy=" PROXY_URL, "NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1",
+};
+
 static int run_spawn(struct run *r, const struct run_request *req)
 {
 	struct launcher *L = r->L;
@@ -762,6 +787,7 @@ static int run_spawn(struct run *r, const struct run_request *req)
 	                    err_r = -1, err_w = -1, cgfd = -1, block_r = -1;
 	struct backend_spawn sp = { .seccomp_fd = -1, .info_r = -1, .info_w = -1 };
 	struct backend_fences fences = { 0 }; /* tracing and the network fence plug in here */
+	enum net_mode nm = r->iso == ISO_BWRAP ? net_mode_of(&r->sb) : NET_NONE;
 	struct proto_strv env = { 0 };
 	char code_name[96], stdin_name[96];
 	struct backend_child c;
@@ -769,6 +795,11 @@ static int run_spawn(struct run *r, const struct run_request *req)
 	pid_t pid;
 	int e;
 
+	/* programs that prefer a proxy get one, carrying the same allowlist as the capture */
+	if (nm == NET_PROXY)
+		for (size_t i = 0; i < sizeof(proxy_env) / sizeof(proxy_env[0]); i++)
+			if ((e = proto_strv_push(&fences.env, proxy_env[i])) < 0)
+				goto out;
 	if ((e = script_build(r, req->language, req->code, req->stdin_data, code_name, stdin_name,
 	                      sizeof(code_name))) < 0 ||
 	    (e = env_build(&r->sb, &fences, &env)) < 0 || (e = pipe_pair(&sync_r, &sync_w)) < 0 ||
@@ -778,6 +809,9 @@ static int run_spawn(struct run *r, const struct run_request *req)
 	if ((e = stream_open(r, &r->out, RUN_STDOUT, steal_fd(&out_r))) < 0 ||
 	    (e = stream_open(r, &r->err, RUN_STDERR, steal_fd(&err_r))) < 0)
 		goto out;
+	if ((e = netrun_prepare(&r->net, L, nm, r->res.id)) < 0)
+		goto out;
+	fences.net_ready = nm != NET_NONE;
 	if ((e = r->ops->prepare(L, &r->sb, &fences, &sp)) < 0) {
 		r->fail_why = steal_pointer(&sp.note);
 		goto out;
@@ -793,13 +827,16 @@ static int run_spawn(struct run *r, const struct run_request *req)
 		                    .code_name = code_name[0] ? code_name : NULL, .code = req->code,
 		                    .stdin_name = stdin_name[0] ? stdin_name : NULL,
 		                    .stdin_data = req->stdin_data, .uid = r->sb.jail_uid,
-		                    .drop = L->root, .pids = r->sb.pids ? r->sb.pids : SBX_PIDS_DEFAULT };
+		                    .drop = L->root, .pids = r->sb.pids ? r->sb.pids : SBX_PIDS_DEFAULT,
+		                    .net_mode = nm, .net_allow = &r->sb.proxy_allow,
+		                    .net_sync = nm != NET_NONE ? BACKEND_CHILD_FD_NETSYNC : -1 };
 	if (r->warm && ((e = pipe_pair(&block_r, &r->block_w)) < 0 ||
 	                (e = argv_insert_block(&sp.argv)) < 0))
 		goto out;
 	f = (struct child_fds){ .sync = sync_r, .in = in_r, .out = out_w, .err = err_w,
 		                .info = sp.info_w, .seccomp = sp.seccomp_fd,
-		                .cg = r->have_cg ? &r->cg : NULL, .block = block_r };
+		                .cg = r->have_cg ? &r->cg : NULL, .block = block_r,
+		                .ready = r->net.ready_r, .netsync = r->net.sync_child };
 	if (r->have_cg)
 		cgfd = cgroup_run_clone_fd(&r->cg);
 	if ((pid = spawn_child(cgfd, &f.in_v2)) < 0) {
@@ -817,6 +854,8 @@ static int run_spawn(struct run *r, const struct run_request *req)
 	if (write(sync_w, "g", 1) != 1)
 		kill(pid, SIGKILL);
 	r->started_ms = now_ms();
+	/* the leader makes the jail's namespace now; connect it before the program runs */
+	netrun_attach(&r->net, &r->sb, pid);
 	e = 0;
 out:
 	backend_spawn_clear(&sp);
@@ -935,8 +974,9 @@ static void warm_prepare(struct launcher *L, const char *sandbox_id)
 	r->gen = warm_gen;
 	r->in_fd = r->info_fd = r->out.fd = r->err.fd = r->block_w = -1;
 	r->warm_since = now_ms();
+	/* a jail with a network fence is connected per run (pasta, sbx-net): none built ahead */
 	if (!r->ops || store_sandbox_get(L->db, sandbox_id, &r->sb) < 0 ||
-	    sandbox_fingerprint(&r->sb, &r->fingerprint) < 0 ||
+	    net_mode_of(&r->sb) != NET_NONE || sandbox_fingerprint(&r->sb, &r->fingerprint) < 0 ||
 	    random_id("run_", 12, r->res.id, sizeof(r->res.id)) < 0) {
 		run_free(r);
 		return;
@@ -944,7 +984,7 @@ static void warm_prepare(struct launcher *L, const char *sandbox_id)
 	r->timeout_ms = effective_timeout(NULL, &r->sb);
 	snprintf(r->res.sandbox_id, sizeof(r->res.sandbox_id), "%s", r->sb.id);
 	r->res.isolation = isolation_name(ISO_BWRAP);
-	sandbox_note_run(&r->sb, &r->res.note);
+	sandbox_note_run(&r->sb, &r->L->net, &r->res.note);
 	LIST_INSERT_HEAD(&runs, r, entry);
 	nwarm++;
 	if ((e = run_spawn(r, &none)) < 0) {
@@ -1120,7 +1160,7 @@ int runner_start(struct launcher *L, const struct run_request *req, struct sandb
 	r->res.entrance = req->entrance;
 	r->res.isolation = isolation_name(iso);
 	r->res.created_at = now_unix_s();
-	sandbox_note_run(&r->sb, &r->res.note); /* what the sandbox's settings do not enforce */
+	sandbox_note_run(&r->sb, &r->L->net, &r->res.note); /* what the sandbox's settings do not enforce */
 	append_note(r, note);
 	LIST_INSERT_HEAD(&runs, r, entry);
 	L->live_runs++;

@@ -23,6 +23,8 @@
 #include "disk.h"
 #include "privdrop.h"
 #include "fence/mounts.h"
+#include "fence/netplan.h"
+#include "netallow.h"
 #include "store.h"
 #include "util.h"
 
@@ -329,6 +331,39 @@ int sandbox_spec_check(const struct sandbox_spec *spec, uint32_t mask, char *rea
 	return 0;
 }
 
+int sandbox_net_check(const struct sandbox_net *n, uint16_t api_port, char *reason, size_t sz)
+{
+	for (uint32_t i = 0; n->allow && i < n->allow->n; i++)
+		if (netallow_check(n->allow->v[i]) < 0) {
+			snprintf(reason, sz,
+			         "proxy.allow[%u]: \"%.64s\" is not name:port or *.suffix:port (a "
+			         "lowercase DNS name, a port 1..65535)",
+			         i, n->allow->v[i]);
+			return -EINVAL;
+		}
+	if (n->allow && n->allow->n) {
+		if (n->network || (n->listen && n->listen->n) || (n->connect && n->connect->n) ||
+		    (n->loopback && n->loopback->n)) {
+			snprintf(reason, sz, "proxy.allow cannot be combined with network or ports: "
+			                     "its jail has no other way out");
+			return -EINVAL;
+		}
+		if (n->backend == BACKEND_DOCKER) {
+			snprintf(reason, sz, "proxy.allow needs the direct backend");
+			return -EINVAL;
+		}
+	}
+	for (uint32_t i = 0; api_port && n->loopback && i < n->loopback->n; i++)
+		if (n->loopback->v[i] == api_port) {
+			snprintf(reason, sz,
+			         "ports.loopback: %u is the daemon's own API port; a sandbox may never "
+			         "reach it",
+			         api_port);
+			return -EINVAL;
+		}
+	return 0;
+}
+
 static int strv_copy(struct proto_strv *dst, const struct proto_strv *src)
 {
 	struct proto_strv n = { 0 };
@@ -558,8 +593,9 @@ static void note_add(char *buf, size_t bufsz, size_t *n, const char *fmt, ...)
 		*n += (size_t)k;
 }
 
-void sandbox_note(const struct sandbox *s, char *buf, size_t bufsz)
+void sandbox_note(const struct sandbox *s, const struct net_machine *m, char *buf, size_t bufsz)
 {
+	char net[NET_PLAN_NOTE_MAX];
 	bool unknown = false;
 	size_t n = 0;
 
@@ -570,27 +606,28 @@ void sandbox_note(const struct sandbox *s, char *buf, size_t bufsz)
 		         s->fs_mode_raw);
 	if (s->backend == BACKEND_DOCKER)
 		note_add(buf, bufsz, &n, "fsMode does not apply to the docker backend");
-	/* accepted settings without a fence yet: say so, never let them read as enforced */
-	if (s->ports_listen.n || s->ports_connect.n || s->ports_loopback.n)
+	/* what the network fence enforces here, and what it cannot (fence/netplan.c) */
+	if (s->backend != BACKEND_DOCKER && m) {
+		net_plan_note(s, m, net, sizeof(net));
+		if (net[0])
+			note_add(buf, bufsz, &n, "%s", net);
+	}
+	if (s->backend == BACKEND_DOCKER && (s->ports_listen.n || s->ports_connect.n ||
+	                                     s->ports_loopback.n || s->proxy_allow.n))
 		note_add(buf, bufsz, &n,
-		         "ports are stored but not enforced yet: this build has no pasta / Landlock "
-		         "port fence, so listen ports are not reachable from the host and connect / "
-		         "loopback ports open nothing; what a run can reach follows network alone");
+		         "ports and proxy.allow are not enforced by the docker backend: it runs with "
+		         "--network none, or the engine's open network with network: true");
 	if (s->tracing)
 		note_add(buf, bufsz, &n,
 		         "tracing is not implemented yet: runs record no trace events");
-	if (s->network && s->backend != BACKEND_DOCKER)
-		note_add(buf, bufsz, &n,
-		         "network: true is refused at run time: the pasta network fence that keeps "
-		         "the host's loopback out is not built yet");
 }
 
-void sandbox_note_run(const struct sandbox *s, char **note)
+void sandbox_note_run(const struct sandbox *s, const struct net_machine *m, char **note)
 {
 	char buf[SANDBOX_NOTE_MAX];
 	char *n = NULL;
 
-	sandbox_note(s, buf, sizeof(buf));
+	sandbox_note(s, m, buf, sizeof(buf));
 	if (!buf[0] || asprintf(&n, "%s%s%s", *note ? *note : "", *note ? "; " : "", buf) < 0)
 		return;
 	free(*note);

@@ -10,7 +10,7 @@
 #define SANDBOX_ENV_KEY_MAX  128u /* bytes of an env key */
 #define SANDBOX_PATH_MAX     4096u /* bytes of a readPaths entry */
 #define SANDBOX_RM_DEPTH_MAX 256u /* directory depth the workdir removal descends */
-#define SANDBOX_NOTE_MAX     1024u
+#define SANDBOX_NOTE_MAX     2048u
 #define SANDBOX_REASON_MAX   512u
 #define SANDBOX_DEFAULT_NAME "shell"
 
@@ -63,10 +63,25 @@ int sandbox_spec_apply(struct sandbox *s, const struct sandbox_spec *spec, uint3
 /* What a reply about s must say is not (or not as asked) enforced: an unknown fsMode,
  * fsMode under docker, ports and tracing (stored, no fence yet), network on bwrap. "" if
  * none. Cut at bufsz; SANDBOX_NOTE_MAX holds them all. */
-void sandbox_note(const struct sandbox *s, char *buf, size_t bufsz);
+/* The network settings taken together (DESIGN.md §9): proxy.allow entries well-formed and
+ * alone (no network, no ports, the direct backend), and never the API's own port as a
+ * loopback port. 0 or -EINVAL with reason. */
+struct sandbox_net {
+	bool network;
+	const struct proto_u32v *listen, *connect, *loopback;
+	const struct proto_strv *allow;
+	uint32_t backend;
+};
+#define SANDBOX_NET_OF(x)                                                                          \
+	((struct sandbox_net){ .network = (x)->network, .listen = &(x)->ports_listen,              \
+	                       .connect = &(x)->ports_connect, .loopback = &(x)->ports_loopback,   \
+	                       .allow = &(x)->proxy_allow, .backend = (x)->backend })
+int sandbox_net_check(const struct sandbox_net *n, uint16_t api_port, char *reason, size_t sz);
+
+void sandbox_note(const struct sandbox *s, const struct net_machine *m, char *buf, size_t bufsz);
 /* The same note for a run of s, appended to *note ("; "-separated); unchanged when there
  * is nothing to say or no memory. */
-void sandbox_note_run(const struct sandbox *s, char **note);
+void sandbox_note_run(const struct sandbox *s, const struct net_machine *m, char **note);
 
 /* Check one mount the way POST /mounts and a create body both must: the target stays in
  * the sandbox, the source exists and is not forbidden (fence/mounts.c). Returns 0 with

@@ -17,7 +17,19 @@ if command -v node >/dev/null && command -v npm >/dev/null; then
   for p in "${missing[@]}"; do [[ $p == nodejs || $p == npm ]] || tmp+=("$p"); done
   missing=("${tmp[@]}")
 fi
-[ ${#missing[@]} -eq 0 ] && exit 0
+
+# pasta opens /dev/net/tun as the jail's unprivileged uid. Debian's udev rule makes it
+# 0666; a machine without udev (a container) may have made it 0600, and then every
+# sandbox with ports or network: true is refused (GET /caps says why). Give it the
+# distribution's mode, as root only, and only when it is the tun device.
+tun_fix() {
+  [ "$(id -u)" -eq 0 ] && [ -c /dev/net/tun ] || return 0
+  [ "$(stat -c %a /dev/net/tun)" = 666 ] && return 0
+  echo "sbx: /dev/net/tun is mode $(stat -c %a /dev/net/tun); setting the distribution default 0666 for pasta" >&2
+  chmod 0666 /dev/net/tun
+}
+
+if [ ${#missing[@]} -eq 0 ]; then tun_fix; exit 0; fi
 
 cmd="apt-get install -y --no-install-recommends ${missing[*]}"
 if [ "$(id -u)" -ne 0 ]; then
@@ -29,3 +41,4 @@ echo "sbx: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 $cmd
+tun_fix

@@ -14,7 +14,7 @@
 #include "sbxd.h"
 #include "util.h"
 
-#define CHILD_ARGV_MAX 16 /* the longest argv below, with room */
+#define CHILD_ARGV_MAX 24 /* the longest argv below, with room */
 
 static const struct {
 	const char *name;
@@ -224,6 +224,15 @@ static int build_argv(struct child *c, char **argv)
 	if (c->id == CHILD_LAUNCHER && cfg->bwrap[0]) {
 		argv[n++] = (char *)"--bwrap";
 		argv[n++] = (char *)cfg->bwrap;
+	}
+	/* the launcher refuses the API's own port as a sandbox's loopback port */
+	if (c->id == CHILD_LAUNCHER) {
+		argv[n++] = (char *)"--api-listen";
+		argv[n++] = (char *)cfg->listen;
+	}
+	if (c->id == CHILD_LAUNCHER && cfg->hosts[0]) {
+		argv[n++] = (char *)"--hosts";
+		argv[n++] = (char *)cfg->hosts;
 	}
 	if (c->id == CHILD_LAUNCHER && cfg->docker[0]) {
 		argv[n++] = (char *)"--docker";

@@ -15,7 +15,8 @@ const char *config_usage(void)
 	return "usage: sbxd [--listen 127.0.0.1:7420] [--data-dir DIR] [--foreground]\n"
 	       "            [--log-level error|warn|info|debug] [--no-auth] [--libexec DIR]\n"
 	       "            [--docker PATH] [--bwrap PATH]\n"
-	       "            [--allow-remote] [--call-deadline SECONDS] [--no-warm]\n";
+	       "            [--allow-remote] [--call-deadline SECONDS] [--no-warm]\n"
+	       "            [--hosts FILE]\n";
 }
 
 static int copy_str(char *dst, size_t dstsz, const char *src)
@@ -49,7 +50,7 @@ int config_default_data_dir(bool root, char *buf, size_t bufsz)
 	return 0;
 }
 
-enum { OPT_LISTEN = 1, OPT_DATA, OPT_FG, OPT_LEVEL, OPT_NOAUTH, OPT_LIBEXEC, OPT_REMOTE, OPT_HELP, OPT_DOCKER, OPT_BWRAP, OPT_DEADLINE, OPT_NOWARM };
+enum { OPT_LISTEN = 1, OPT_DATA, OPT_FG, OPT_LEVEL, OPT_NOAUTH, OPT_LIBEXEC, OPT_REMOTE, OPT_HELP, OPT_DOCKER, OPT_BWRAP, OPT_DEADLINE, OPT_NOWARM, OPT_HOSTS };
 
 int config_parse(int argc, char *argv[], struct sbxd_config *cfg, const char **ret_why)
 {
@@ -65,6 +66,7 @@ int config_parse(int argc, char *argv[], struct sbxd_config *cfg, const char **r
 		{ "bwrap", required_argument, NULL, OPT_BWRAP },
 		{ "call-deadline", required_argument, NULL, OPT_DEADLINE },
 		{ "no-warm", no_argument, NULL, OPT_NOWARM },
+		{ "hosts", required_argument, NULL, OPT_HOSTS },
 		{ "help", no_argument, NULL, OPT_HELP },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -128,6 +130,12 @@ int config_parse(int argc, char *argv[], struct sbxd_config *cfg, const char **r
 		case OPT_BWRAP:
 			if (optarg[0] != '/' || copy_str(cfg->bwrap, sizeof(cfg->bwrap), optarg) < 0) {
 				*ret_why = "--bwrap: needs an absolute path";
+				return -EINVAL;
+			}
+			break;
+		case OPT_HOSTS:
+			if (optarg[0] != '/' || copy_str(cfg->hosts, sizeof(cfg->hosts), optarg) < 0) {
+				*ret_why = "--hosts: needs an absolute path";
 				return -EINVAL;
 			}
 			break;

@@ -44,7 +44,8 @@ struct sbxd_config {
 	char libexec[SBXD_PATH_MAX];  /* "" = next to sbxd's own executable */
 	char log_level[16];
 	char docker[SBXD_PATH_MAX];
-	char bwrap[SBXD_PATH_MAX];    /* the bwrap the launcher uses; "" = search */   /* the docker client the launcher probes; "" = search */
+	char bwrap[SBXD_PATH_MAX];    /* the bwrap the launcher uses; "" = search */
+	char hosts[SBXD_PATH_MAX];    /* hosts(5) file the proxy resolves with first; "" = none */   /* the docker client the launcher probes; "" = search */
 	unsigned call_deadline_s;     /* sbx-api --call-deadline */
 	bool foreground;
 	bool no_warm;                 /* sbx-launcher --no-warm: no jails built ahead */

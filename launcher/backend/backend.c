@@ -15,6 +15,7 @@
 
 #include "cleanup.h"
 #include "fence/stage.h"
+#include "netrun.h"
 #include "privdrop.h"
 #include "util.h"
 
@@ -108,6 +109,8 @@ const char *const backend_host_interpreters[] = { "/bin/sh", "/usr/bin/python3",
 int backend_jail_child_setup(struct backend_child *c)
 {
 	backend_child_drop(c);
+	if (c->net_sync >= 0)
+		netrun_child(c->net_sync, (enum net_mode)c->net_mode, c->net_allow);
 	if (chdir(c->workdir) < 0)
 		backend_child_fail("chdir to the workdir");
 	backend_child_write_files(c);

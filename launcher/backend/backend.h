@@ -18,6 +18,8 @@ struct stage_plan;
 #define BACKEND_CHILD_FD_INFO    3
 #define BACKEND_CHILD_FD_SECCOMP 4
 #define BACKEND_CHILD_FD_BLOCK   5 /* bwrap --block-fd of a jail built ahead */
+#define BACKEND_CHILD_FD_READY   6 /* sbx-jail-init --ready-fd: the network fence is up */
+#define BACKEND_CHILD_FD_NETSYNC 7 /* the leader tells the launcher its namespace is made */
 #define BACKEND_PATH             "/usr/local/bin:/usr/bin:/bin"
 #define BACKEND_CONTAINER_MAX    (PROTO_ID_MAX + 8u) /* "sbx-<id>" */
 
@@ -27,6 +29,9 @@ struct stage_plan;
 struct backend_fences {
 	struct proto_strv binds;
 	struct proto_strv env;
+	/* the network fence (fence/netplan.h): the run's leader makes the jail's network
+	 * namespace, and the jail waits on BACKEND_CHILD_FD_READY until it is connected */
+	bool net_ready;
 };
 
 /* What prepare() builds for one run; released with backend_spawn_clear(). */
@@ -56,6 +61,11 @@ struct backend_child {
 	uid_t uid;                        /* the jail uid */
 	bool drop;                        /* root: drop to uid before exec */
 	uint32_t pids;                    /* RLIMIT_NPROC of the jail uid; 0 = leave it */
+	/* the network fence (netrun.h): after the drop the leader makes the jail's network
+	 * namespace and reports on net_sync (-1 = none) */
+	int net_mode;                     /* enum net_mode */
+	const struct proto_strv *net_allow;
+	int net_sync;
 };
 
 struct backend_ops {

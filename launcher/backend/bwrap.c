@@ -9,19 +9,47 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cleanup.h"
+
 #include "fence/bwrap_argv.h"
 #include "fence/jail_seccomp.h"
+#include "fence/netplan.h"
 #include "fence/stage.h"
 
+/* net_ready: the run's leader makes the network namespace (netrun.h). */
 static int bwrap_build(struct launcher *L, const struct sandbox *s, const struct stage_plan *st,
-                       struct proto_strv *ret)
+                       bool net_ready, struct proto_strv *ret)
 {
+	_cleanup_(proto_strv_clear) struct proto_strv init = { 0 };
 	struct bwrap_opts bo = { .bwrap = L->bwrap_path, .home = launcher_home_dir(),
 		                 .data_dir = L->data_dir, .seccomp_fd = BACKEND_CHILD_FD_SECCOMP,
 		                 .info_fd = BACKEND_CHILD_FD_INFO,
 		                 .mount_from = st ? &st->mount_from : NULL,
-		                 .read_from = st ? &st->read_from : NULL };
+		                 .read_from = st ? &st->read_from : NULL,
+		                 .net_ready = net_ready,
+		                 .resolv_conf = L->resolv_conf,
+		                 .jail_init = L->jail_init_path,
+		                 .init_args = &init };
+	int r;
+	if (L->jail_init_path &&
+	    (r = net_plan_init_args(s, L->landlock_abi, net_ready ? BACKEND_CHILD_FD_READY : -1,
+	                            &init)) < 0)
+		return r;
 	return bwrap_argv(s, &bo, ret);
+}
+
+static enum jail_sock bwrap_socks(const struct sandbox *s)
+{
+	switch (net_mode_of(s)) {
+	case NET_NONE:
+		return JAIL_SOCK_NO_INET;
+	case NET_PORTS:
+		return JAIL_SOCK_NO_UDP;
+	case NET_ANY:
+	case NET_PROXY:
+		break;
+	}
+	return JAIL_SOCK_INET;
 }
 
 /* As root the jail uid cannot be trusted to reach, or to own, what is mounted: stage it
@@ -56,13 +84,14 @@ static int bwrap_child_root(struct backend_child *c)
 	return 0;
 }
 
-/* Fence binds go just before the "--" that ends bwrap's own options. */
+/* Fence binds go just before the "--" that ends bwrap's own options (the first one:
+ * sbx-jail-init's own "--" follows). */
 static int insert_binds(struct proto_strv *argv, const struct proto_strv *binds)
 {
 	struct proto_strv out = { 0 };
-	int r = 0;
+	int at = bwrap_argv_program(argv) - 1, r = 0;
 	for (uint32_t i = 0; i < argv->n && r == 0; i++) {
-		if (strcmp(argv->v[i], "--") == 0)
+		if ((int)i == at)
 			for (uint32_t j = 0; j < binds->n && r == 0; j++)
 				r = proto_strv_push(&out, binds->v[j]);
 		if (r == 0)
@@ -81,13 +110,14 @@ static int bwrap_prepare(struct launcher *L, const struct sandbox *s, const stru
                          struct backend_spawn *ret)
 {
 	int p[2], r;
-	if ((r = jail_seccomp_fd(sandbox_denies_inet(s), &ret->seccomp_fd)) < 0)
+	if ((r = jail_seccomp_fd(bwrap_socks(s), &ret->seccomp_fd)) < 0)
 		return r;
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
 	ret->info_r = p[0];
 	ret->info_w = p[1];
-	if ((r = bwrap_stage(L, s, ret)) < 0 || (r = bwrap_build(L, s, ret->stage, &ret->argv)) < 0)
+	if ((r = bwrap_stage(L, s, ret)) < 0 ||
+	    (r = bwrap_build(L, s, ret->stage, f->net_ready, &ret->argv)) < 0)
 		return r;
 	if (f->binds.n && (r = insert_binds(&ret->argv, &f->binds)) < 0)
 		return r;
@@ -103,7 +133,7 @@ static int bwrap_profile(struct launcher *L, const struct sandbox *s, struct msg
 	int e;
 
 	memset(ret, 0, sizeof(*ret));
-	if ((e = bwrap_build(L, s, NULL, &ret->argv)) < 0)
+	if ((e = bwrap_build(L, s, NULL, net_mode_of(s) != NET_NONE, &ret->argv)) < 0)
 		return e;
 	off += (size_t)snprintf(note + off, sizeof(note) - off,
 	                        "runs as host uid %u with NO_NEW_PRIVS; fd %d carries the seccomp "
@@ -114,7 +144,9 @@ static int bwrap_profile(struct launcher *L, const struct sandbox *s, struct msg
 		                        jail_seccomp_denied[i]);
 	snprintf(note + off, sizeof(note) - off,
 	         "%s); limits: %s; timeout %u ms; output %llu bytes per stream%s",
-	         sandbox_denies_inet(s) ? "; AF_INET/AF_INET6/AF_PACKET sockets" : "",
+	         bwrap_socks(s) == JAIL_SOCK_NO_INET ? "; AF_INET/AF_INET6/AF_PACKET sockets"
+	         : bwrap_socks(s) == JAIL_SOCK_NO_UDP ? "; AF_PACKET and inet datagram sockets"
+	                                              : "; AF_PACKET sockets",
 	         L->root ? "per-run cgroups (memory, pids) and rlimits" : "rlimits only",
 	         s->timeout_ms, (unsigned long long)s->output_bytes,
 	         L->root ? "; mount sources and readPaths are staged per run (idmapped to the jail "
@@ -122,8 +154,25 @@ static int bwrap_profile(struct launcher *L, const struct sandbox *s, struct msg
 	                 : "");
 	ret->kind = strdup("bwrap");
 	ret->note = strdup(note);
-	if (s->network)
-		ret->text = strdup("network: true is refused until the pasta fence exists");
+	/* the network fence's own program, as a run would start it */
+	if (net_mode_of(s) == NET_PORTS || net_mode_of(s) == NET_ANY) {
+		_cleanup_(proto_strv_clear) struct proto_strv pa = { 0 };
+		size_t n = 0;
+		char text[PROTO_STR_MAX];
+		if ((e = net_plan_pasta_args(s, &pa)) < 0)
+			return e;
+		n += (size_t)snprintf(text, sizeof(text), "pasta");
+		for (uint32_t i = 0; i < pa.n && n < sizeof(text); i++)
+			n += (size_t)snprintf(text + n, sizeof(text) - n, " %s", pa.v[i]);
+		if (n < sizeof(text))
+			snprintf(text + n, sizeof(text) - n,
+			         " --netns /proc/<leader>/ns/net --userns /proc/<leader>/ns/user%s",
+			         L->root ? " --runas <jail uid>" : "");
+		ret->text = strdup(text);
+	} else if (net_mode_of(s) == NET_PROXY) {
+		ret->text = strdup("proxy.allow: no route out; the engine's resolver and listeners "
+		                   "inside the jail's namespace, carried by sbx-net");
+	}
 	return ret->kind && ret->note ? 0 : -ENOMEM;
 }
 

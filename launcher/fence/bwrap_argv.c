@@ -1,6 +1,7 @@
 /* bubblewrap argv. Order matters: later mounts cover earlier ones, so the home tmpfs comes
  * before the workdir is bound back, and mounts come after the workdir they live in. */
 #include "bwrap_argv.h"
+#include "fence/netplan.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -40,8 +41,13 @@ static const char *staged(const struct proto_strv *from, uint32_t i, const char 
 int bwrap_argv(const struct sandbox *s, const struct bwrap_opts *o, struct proto_strv *ret)
 {
 	char num[32], dst[PATH_MAX];
-	/* outbound permission = the resolver; ports-only sandboxes get it in a later issue */
-	bool outbound = s->network;
+	enum net_mode mode = net_mode_of(s);
+	/* outbound permission = a resolver: the host's with network on, the engine's own
+	 * for proxy.allow; ports alone reach addresses, not names */
+	bool outbound = mode == NET_ANY || (mode == NET_PROXY && o->resolv_conf);
+	bool own_ns = mode != NET_NONE && o->net_ready;
+	const char *rw[4 + SBX_MOUNTS_MAX];
+	size_t nrw = 0;
 	int r = -ENOMEM;
 
 	*ret = (struct proto_strv){ 0 };
@@ -54,7 +60,7 @@ int bwrap_argv(const struct sandbox *s, const struct bwrap_opts *o, struct proto
 	PUSH("--unshare-ipc");
 	PUSH("--unshare-uts");
 	PUSH("--unshare-cgroup-try");
-	if (!s->network)
+	if (!own_ns)
 		PUSH("--unshare-net");
 	PUSH("--unshare-user");
 	/* no nested user namespace: it would hand the jail a fresh set of capabilities */
@@ -71,6 +77,8 @@ int bwrap_argv(const struct sandbox *s, const struct bwrap_opts *o, struct proto
 	}
 	for (size_t i = 0; outbound && s->fs_mode != FS_OPEN && network_files[i]; i++)
 		PUSH3("--ro-bind-try", network_files[i], network_files[i]);
+	rw[nrw++] = "/dev";
+	rw[nrw++] = "/tmp";
 
 	PUSH("--dev");
 	PUSH("/dev");
@@ -108,6 +116,7 @@ int bwrap_argv(const struct sandbox *s, const struct bwrap_opts *o, struct proto
 		}
 	/* the workdir bound back AFTER the tmpfs layers above */
 	PUSH3("--bind", s->workdir, s->workdir);
+	rw[nrw++] = s->workdir;
 	for (uint32_t i = 0; i < s->mount_sources.n && i < s->mount_targets.n; i++) {
 		bool ro = i < s->mount_ro.n && s->mount_ro.v[i];
 		if ((size_t)snprintf(dst, sizeof(dst), "%s/%s", s->workdir, s->mount_targets.v[i]) >=
@@ -116,7 +125,16 @@ int bwrap_argv(const struct sandbox *s, const struct bwrap_opts *o, struct proto
 			goto fail;
 		}
 		PUSH3(ro ? "--ro-bind" : "--bind", staged(o->mount_from, i, s->mount_sources.v[i]), dst);
+		if (!ro && nrw < sizeof(rw) / sizeof(rw[0]))
+			rw[nrw++] = s->mount_targets.v[i]; /* relative: made absolute below */
 	}
+	/* the engine's resolver for proxy.allow: over the host's file in open mode too */
+	if (mode == NET_PROXY && o->resolv_conf)
+		PUSH3("--ro-bind", o->resolv_conf, "/etc/resolv.conf");
+	/* sbx-jail-init at its own path: bwrap makes the mount point in its tmpfs root (or
+	 * finds the file where a read-only bind already shows it) */
+	if (o->jail_init)
+		PUSH3("--ro-bind", o->jail_init, o->jail_init);
 	/* bwrap's own root is a tmpfs: make it read-only, so nothing outside the workdir,
 	 * /tmp and read-write mounts accepts a write, not even the jail's scratch root */
 	PUSH("--remount-ro");
@@ -134,10 +152,36 @@ int bwrap_argv(const struct sandbox *s, const struct bwrap_opts *o, struct proto
 		PUSH(num);
 	}
 	PUSH("--");
+	if (o->jail_init) {
+		PUSH(o->jail_init);
+		for (uint32_t i = 0; o->init_args && i < o->init_args->n; i++)
+			PUSH(o->init_args->v[i]);
+		/* Landlock's second wall: writes only where bwrap mounted something writable */
+		for (size_t i = 0; i < nrw; i++) {
+			if (rw[i][0] != '/') {
+				if ((size_t)snprintf(dst, sizeof(dst), "%s/%s", s->workdir, rw[i]) >= sizeof(dst))
+					continue; /* refused above already */
+				PUSH("--fs-rw");
+				PUSH(dst);
+				continue;
+			}
+			PUSH("--fs-rw");
+			PUSH(rw[i]);
+		}
+		PUSH("--");
+	}
 	PUSH("/bin/sh");
 	PUSH("-s");
 	return 0;
 fail:
 	proto_strv_clear(ret);
 	return r;
+}
+
+int bwrap_argv_program(const struct proto_strv *argv)
+{
+	for (uint32_t i = 0; i + 1 < argv->n; i++)
+		if (strcmp(argv->v[i], "--") == 0)
+			return (int)i + 1;
+	return -1;
 }

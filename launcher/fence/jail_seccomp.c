@@ -57,8 +57,9 @@ static int deny_name(scmp_filter_ctx ctx, const char *name)
 	return (r == -EDOM || r == -EINVAL) ? 0 : r;
 }
 
-static int jail_seccomp_build(bool deny_inet, int *ret_fd)
+static int jail_seccomp_build(enum jail_sock socks, int *ret_fd)
 {
+	static const int families[] = { AF_INET, AF_INET6, AF_PACKET };
 	_cleanup_(seccomp_releasep) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	_cleanup_close_ int fd = -1;
 	int r;
@@ -79,17 +80,32 @@ static int jail_seccomp_build(bool deny_inet, int *ret_fd)
 	if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
 	                          SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX))) < 0)
 		return r;
-	if (deny_inet) {
-		static const int families[] = { AF_INET, AF_INET6, AF_PACKET };
-		for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
-			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
-			                     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)families[i]));
-			if (r < 0)
-				return r;
-		}
-		/* i386 multiplexes socket() through socketcall, whose family cannot be seen */
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socketcall), 0);
-		if (r < 0 && r != -EDOM && r != -EINVAL)
+	/* AF_PACKET in every jail; the inet families per the network fence */
+	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+		struct scmp_arg_cmp fam = { .arg = 0, .op = SCMP_CMP_EQ,
+			                    .datum_a = (scmp_datum_t)families[i], .datum_b = 0 };
+		struct scmp_arg_cmp dgram = { .arg = 1, .op = SCMP_CMP_MASKED_EQ,
+			                      .datum_a = 0xf, .datum_b = SOCK_DGRAM };
+		/* one errno per filter: on i386 libseccomp folds every socket rule into one
+		 * socketcall rule, and two actions there conflict (EEXIST) */
+		if (socks == JAIL_SOCK_NO_UDP && families[i] == AF_PACKET)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1, fam);
+		else if (families[i] == AF_PACKET || socks == JAIL_SOCK_NO_INET)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1, fam);
+		else if (socks == JAIL_SOCK_NO_UDP) /* the type's low bits; flags ride above */
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 2, fam, dgram);
+		else
+			r = 0;
+		if (r < 0)
+			return r;
+	}
+	/* i386 multiplexes socket() through socketcall, whose arguments cannot be seen: refused
+	 * whole, with the action of the rules above (libseccomp folds those into socketcall on
+	 * that arch, and a second action for it would conflict: EEXIST) */
+	if (socks != JAIL_SOCK_INET) {
+		int e = socks == JAIL_SOCK_NO_INET ? EAFNOSUPPORT : EACCES;
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(e), SCMP_SYS(socketcall), 0);
+		if (r < 0 && r != -EDOM && r != -EINVAL && r != -EEXIST)
 			return r;
 	}
 	fd = memfd_create("sbx-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -106,18 +122,21 @@ static int jail_seccomp_build(bool deny_inet, int *ret_fd)
 	return 0;
 }
 
-/* The two filters (with and without the inet rule) are compiled once per process (the
+/* The filters (one per enum jail_sock) are compiled once per process (the
  * compile was a sixth of the launcher's time under run load) and each run gets the memfd
  * opened anew through /proc: a file of its own with its own offset at 0, so concurrent
  * runs never share a read position, and read-only over seals that forbid any change. */
-int jail_seccomp_fd(bool deny_inet, int *ret_fd)
+int jail_seccomp_fd(enum jail_sock socks, int *ret_fd)
 {
-	static int cached[2] = { -1, -1 };
-	int *c = &cached[deny_inet ? 1 : 0];
+	static int cached[JAIL_SOCK_N_] = { -1, -1, -1 };
+	int *c;
 	char path[40];
 	int fd, r;
 
-	if (*c < 0 && (r = jail_seccomp_build(deny_inet, c)) < 0)
+	if ((unsigned)socks >= JAIL_SOCK_N_)
+		return -EINVAL;
+	c = &cached[socks];
+	if (*c < 0 && (r = jail_seccomp_build(socks, c)) < 0)
 		return r;
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", *c);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
