@@ -66,15 +66,75 @@ Test(bwrap_argv, strict_no_network_shape)
 	proto_strv_clear(&a);
 }
 
-Test(bwrap_argv, network_on_keeps_net_and_gets_resolver)
+Test(bwrap_argv, network_on_keeps_the_leaders_namespace_and_gets_resolver)
 {
 	struct sandbox s = sb();
 	struct proto_strv a;
+	struct bwrap_opts o = opts;
 	s.network = true;
-	cr_assert_eq(bwrap_argv(&s, &opts, &a), 0);
+	o.net_ready = true;
+	cr_assert_eq(bwrap_argv(&s, &o, &a), 0);
 	cr_assert_lt(idx(&a, "--unshare-net", 0), 0);
 	cr_assert_geq(idx3(&a, "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"), 0);
 	proto_strv_clear(&a);
+}
+
+/* network without a namespace made by the leader: no network rather than the host's */
+Test(bwrap_argv, network_without_its_namespace_fails_closed)
+{
+	struct sandbox s = sb();
+	struct proto_strv a;
+	uint32_t p[] = { 8080 };
+	s.network = true;
+	cr_assert_eq(bwrap_argv(&s, &opts, &a), 0);
+	cr_assert_geq(idx(&a, "--unshare-net", 0), 0);
+	proto_strv_clear(&a);
+	s = sb();
+	s.ports_listen = (struct proto_u32v){ 1, p };
+	cr_assert_eq(bwrap_argv(&s, &opts, &a), 0);
+	cr_assert_geq(idx(&a, "--unshare-net", 0), 0);
+	cr_assert_lt(idx(&a, "/etc/resolv.conf", 0), 0, "ports alone get no resolver");
+	proto_strv_clear(&a);
+}
+
+/* sbx-jail-init runs first, bound read-only at its own path, with a --fs-rw for every
+ * writable mount and nothing else; proxy.allow gets the engine's resolv.conf */
+Test(bwrap_argv, jail_init_runs_first_with_the_writable_mounts)
+{
+	struct sandbox s = sb();
+	struct proto_strv a, init = { 0 };
+	struct bwrap_opts o = opts;
+	char *targets[] = { "data", "ro" }, *sources[] = { "/srv/data", "/srv/ro" };
+	uint32_t ro[] = { 0, 1 };
+	char *allow[] = { "pypi.org:443" };
+
+	proto_strv_push(&init, "--ready-fd");
+	proto_strv_push(&init, "6");
+	o.jail_init = "/usr/libexec/sbx/sbx-jail-init";
+	o.init_args = &init;
+	o.net_ready = true;
+	o.resolv_conf = "/var/lib/sbx/net/resolv.conf";
+	s.mount_targets = (struct proto_strv){ 2, targets };
+	s.mount_sources = (struct proto_strv){ 2, sources };
+	s.mount_ro = (struct proto_u32v){ 2, ro };
+	s.proxy_allow = (struct proto_strv){ 1, allow };
+	cr_assert_eq(bwrap_argv(&s, &o, &a), 0);
+	int prog = bwrap_argv_program(&a);
+	cr_assert_geq(prog, 0);
+	cr_assert_str_eq(a.v[prog], o.jail_init);
+	cr_assert_geq(idx3(&a, "--ro-bind", o.jail_init, o.jail_init), 0);
+	cr_assert_lt(idx3(&a, "--ro-bind", o.jail_init, o.jail_init), prog);
+	cr_assert_geq(idx3(&a, "--ready-fd", "6", "--fs-rw"), prog);
+	cr_assert_geq(idx(&a, "/var/lib/sbx/sandboxes/sbx_1/data", prog), 0);
+	cr_assert_lt(idx(&a, "/var/lib/sbx/sandboxes/sbx_1/ro", prog), 0, "a read-only mount got --fs-rw");
+	cr_assert_geq(idx3(&a, "--fs-rw", "/tmp", "--fs-rw"), prog);
+	cr_assert_geq(idx3(&a, "--ro-bind", o.resolv_conf, "/etc/resolv.conf"), 0);
+	cr_assert_lt(idx(&a, "--unshare-net", 0), 0);
+	cr_assert_str_eq(a.v[a.n - 3], "--");
+	cr_assert_str_eq(a.v[a.n - 2], "/bin/sh");
+	cr_assert_str_eq(a.v[a.n - 1], "-s");
+	proto_strv_clear(&a);
+	proto_strv_clear(&init);
 }
 
 Test(bwrap_argv, allowlist_binds_exactly_the_paths_read_only)

@@ -81,9 +81,50 @@ Test(policy_decide, isolation)
 	cr_assert_eq(decide(true, BACKEND_DOCKER, false, no_bwrap, &iso, why, note),
 	             PERR_ENGINE_UNAVAILABLE);
 	cr_assert(strstr(why, "docker"));
-	/* network without the pasta fence would expose the host's loopback: refused */
-	cr_assert_eq(decide(true, BACKEND_DIRECT, true, good, &iso, why, note), PERR_ENGINE_UNAVAILABLE);
-	cr_assert(strstr(why, "pasta"));
+}
+
+/* network without its fence would expose the host's loopback: refused, saying what is
+ * missing; with every mechanism it runs in bwrap */
+Test(policy_decide, network_needs_its_fence)
+{
+	const struct net_machine all = { .pasta = true, .jail_init = true, .net_proc = true,
+		                         .landlock_abi = 7 };
+	const struct net_machine no_pasta = { .jail_init = true, .net_proc = true, .landlock_abi = 7 };
+	const struct net_machine no_init = { .pasta = true, .net_proc = true, .landlock_abi = 7 };
+	struct policy_machine m = { .bwrap = true, .net = &all, .api_port = 7420 };
+	char why[POLICY_WHY_MAX], note[POLICY_WHY_MAX];
+	enum isolation iso;
+
+	cr_assert_eq(decide(true, BACKEND_DIRECT, true, m, &iso, why, note), 0);
+	cr_assert_eq(iso, ISO_BWRAP);
+	m.net = &no_pasta;
+	cr_assert_eq(decide(true, BACKEND_DIRECT, true, m, &iso, why, note), PERR_ENGINE_UNAVAILABLE);
+	cr_assert(strstr(why, "pasta"), "%s", why);
+	m.net = &no_init;
+	cr_assert_eq(decide(true, BACKEND_DIRECT, true, m, &iso, why, note), PERR_ENGINE_UNAVAILABLE);
+	cr_assert(strstr(why, "sbx-jail-init"), "%s", why);
+	m.net = NULL;
+	cr_assert_eq(decide(true, BACKEND_DIRECT, true, m, &iso, why, note), PERR_ENGINE_UNAVAILABLE);
+	m = (struct policy_machine){ .bwrap = false, .net = &all };
+	cr_assert_eq(decide(true, BACKEND_DIRECT, true, m, &iso, why, note), PERR_ENGINE_UNAVAILABLE,
+	             "no degraded run with network: it would share the host's namespace");
+}
+
+Test(policy_decide, the_api_port_is_never_a_loopback_port)
+{
+	const struct net_machine all = { .pasta = true, .jail_init = true, .net_proc = true,
+		                         .landlock_abi = 7 };
+	struct policy_machine m = { .bwrap = true, .net = &all, .api_port = 7420 };
+	uint32_t lo[] = { 7421, 7420 };
+	struct sandbox s = { .backend = BACKEND_DIRECT, .ports_loopback = { .n = 2, .v = lo } };
+	char why[POLICY_WHY_MAX], note[POLICY_WHY_MAX];
+	enum isolation iso = ISO_N_;
+
+	cr_assert_eq(policy_isolation(true, &s, &m, &iso, why, sizeof(why), note, sizeof(note)),
+	             PERR_CONFLICT);
+	cr_assert(strstr(why, "7420"), "%s", why);
+	s.ports_loopback.n = 1;
+	cr_assert_eq(policy_isolation(true, &s, &m, &iso, why, sizeof(why), note, sizeof(note)), 0);
 }
 
 Test(policy_decide, isolation_names)
