@@ -66,7 +66,7 @@ fuzz-run:
 	done
 
 # Benchmarks (never part of test): each script starts its own sbxd on loopback.
-BENCHES ?= run-latency throughput control-plane rss peers
+BENCHES ?= run-latency throughput control-plane rss peers network
 bench: build
 	set -e; for b in $(BENCHES); do echo "== bench/$$b"; bench/$$b $(BUILD)/bin; done
 

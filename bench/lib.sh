@@ -114,6 +114,13 @@ a = json.load(sys.stdin).get("argv") or []
 fdopts = {"--seccomp", "--info-fd", "--json-status-fd", "--sync-fd", "--block-fd",
           "--userns-block-fd", "--add-seccomp-fd", "--args", "--userns", "--userns2", "--pidns"}
 out, i = [], 0
+# sbx-jail-init (the Landlock wall and ready wait) is the engine's, not bwrap's: raw bwrap
+# runs sh directly
+prog = a.index("--") + 1 if "--" in a else len(a)
+if prog < len(a) and a[prog].endswith("/sbx-jail-init") and "--" in a[prog:]:
+    a = a[:prog] + a[a.index("--", prog) + 1:]
+    ji = [k for k in range(len(a) - 2) if a[k] == "--ro-bind" and a[k + 1].endswith("/sbx-jail-init")]
+    for k in reversed(ji): del a[k:k + 3]
 while i < len(a):
     if a[i] in fdopts: i += 2; continue
     if a[i] in ("--file", "--bind-data", "--ro-bind-data"): i += 3; continue

@@ -173,13 +173,30 @@ test('sbx_create takes mounts, ports and tracing; what is not enforced is noted 
     },
   }), 'sbx_create');
   assert.deepEqual(sc.mounts, [{ source: '/usr/share/doc', target: 'doc', readOnly: true }]);
-  assert.match(sc.note ?? '', /ports are stored but not enforced yet/);
+  // a loopback port is a Landlock port rule: the note says it reaches that port on every host
+  assert.match(sc.note ?? '', /every remote host/);
   assert.match(sc.note ?? '', /tracing is not implemented yet/);
   const run = structured(await state.client.callTool({
     name: 'sbx_run', arguments: { sandboxId: sc.id, language: 'sh', code: 'ls doc >/dev/null && echo seen' },
   }), 'sbx_run');
   assert.equal(run.stdout, 'seen\n', JSON.stringify(run));
   assert.match(run.note ?? '', /tracing is not implemented yet/, JSON.stringify(run));
+  await state.client.callTool({ name: 'sbx_delete', arguments: { sandboxId: sc.id } });
+});
+
+test('sbx_create takes proxy.allow; a run reports the names it was refused', async () => {
+  const sc = structured(await state.client.callTool({
+    name: 'sbx_create',
+    arguments: { name: 'e2e-proxy', proxy: { allow: ['allowed.invalid:443'] } },
+  }), 'sbx_create');
+  assert.deepEqual(sc.proxy, { allow: ['allowed.invalid:443'], allowPrivate: false });
+  const run = structured(await state.client.callTool({
+    name: 'sbx_run',
+    arguments: { sandboxId: sc.id, language: 'sh', code: 'getent hosts other.invalid || echo refused' },
+  }), 'sbx_run');
+  assert.equal(run.stdout, 'refused\n', JSON.stringify(run));
+  assert.ok(run.networkRefused.some((r) => r.kind === 'lookup' && r.host === 'other.invalid'),
+    JSON.stringify(run.networkRefused));
   await state.client.callTool({ name: 'sbx_delete', arguments: { sandboxId: sc.id } });
 });
 
