@@ -1,6 +1,10 @@
 /* common/util.c: close_fds_from keeps exactly what it is told to, in any order. */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,4 +51,29 @@ Test(util, close_fds_from_keeps_exactly_the_listed_ones)
 	cr_assert_eq(run_case(unsorted, 5), 0);
 	cr_assert_eq(run_case(dup_first, 4), 0);
 	cr_assert_eq(run_case(all_last, 1), 0);
+}
+
+static void on_alarm(int sig) { (void)sig; }
+
+/* A signal storm (SIGALRM every 200 us, no SA_RESTART) neither shortens the wait nor
+ * fails it: the network fence's waits for the leader and sbx-net depend on it. */
+Test(util, wait_readable_outlasts_signals_and_keeps_its_deadline)
+{
+	struct sigaction sa = { .sa_handler = on_alarm }; /* no SA_RESTART: poll gets EINTR */
+	struct itimerval it = { { 0, 200 }, { 0, 200 } }, off = { 0 };
+	int p[2];
+	cr_assert_eq(pipe(p), 0);
+	cr_assert_eq(sigaction(SIGALRM, &sa, NULL), 0);
+	cr_assert_eq(setitimer(ITIMER_REAL, &it, NULL), 0);
+	uint64_t t0 = now_ms();
+	int r = wait_readable(p[0], 300);
+	uint64_t waited = now_ms() - t0;
+	cr_expect_eq(r, -ETIMEDOUT, "%s", strerror(-r));
+	cr_expect_geq(waited, 300, "the wait ended early: %llu ms", (unsigned long long)waited);
+	cr_assert_eq(write(p[1], "x", 1), 1);
+	cr_expect_eq(wait_readable(p[0], 300), 0, "data ready, yet no wake-up");
+	setitimer(ITIMER_REAL, &off, NULL);
+	signal(SIGALRM, SIG_DFL);
+	close(p[0]);
+	close(p[1]);
 }
