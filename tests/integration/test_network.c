@@ -89,7 +89,9 @@ Test(network, a_listen_port_is_served_on_the_host_loopback)
 		"srv = http.server.HTTPServer(('0.0.0.0', 18771), H)\n"
 		"print('serving', flush=True)\n"
 		"srv.handle_request()\n"
-		"print('served')\n";
+		"print('served', flush=True)\n"
+		"srv.timeout = 3\n"
+		"srv.handle_request()  # stays up while the host tries its other address\n";
 
 	sbx_require_bwrap();
 	sbx_create(&sbx_it, "{\"name\":\"web\",\"ports\":{\"listen\":[18771]}}", id, sizeof(id));
@@ -110,6 +112,22 @@ Test(network, a_listen_port_is_served_on_the_host_loopback)
 	cr_expect_eq(got.status, 200, "the host could not reach the jail's server");
 	cr_expect(got.body && strstr(got.body, "hello from the jail"), "body: %s", s_or_empty(got.body));
 	http_resp_clear(&got);
+
+	/* ...on the host's loopback only: an address of the host's own that is not loopback
+	 * (the host side of the test website's veth) does not answer on 18771 */
+	struct website w;
+	if (website_start(&w, (const uint16_t[]){ 18773 }, 1, 0) == 0) {
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(18771) };
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		inet_pton(AF_INET, w.host_addr, &sa.sin_addr);
+		cr_expect(fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0,
+		          "the jail's server answered on the host's %s too", w.host_addr);
+		if (fd >= 0)
+			close(fd);
+		website_stop(&w);
+	} else {
+		printf("SKIP: no website namespace: the non-loopback check of listen ports\n");
+	}
 
 	_cleanup_resp_ struct http_resp r = bg_req_join(&bg);
 	assert_status(r, 200);
