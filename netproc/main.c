@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <event2/dns.h>
@@ -116,6 +117,11 @@ int main(int argc, char **argv)
 	if (!have_uid || !have_gid || optind != argc)
 		usage();
 	signal(SIGPIPE, SIG_IGN);
+	{
+		struct rlimit rl = { NETD_NOFILE, NETD_NOFILE };
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			log_warnx("raising RLIMIT_NOFILE to %u: %s", NETD_NOFILE, strerror(errno));
+	}
 	if (hosts && (r = hosts_load(hosts)) < 0)
 		log_warnx("--hosts %s: %s (names resolve through the host's resolvers)", hosts, strerror(-r));
 	if (!(D.base = event_base_new()))

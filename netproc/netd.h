@@ -19,7 +19,7 @@
 #include "netallow.h"
 #include "netmsg.h"
 
-#define NETD_SESSIONS_MAX      256u
+#define NETD_SESSIONS_MAX      64u   /* one per proxy run: SBX_CONCURRENT_RUNS_MAX */
 #define NETD_CONNS_MAX         1024u /* relays at once, all sessions */
 #define NETD_SESSION_CONNS_MAX 256u
 #define NETD_NAMES_MAX         1024u /* handed-out addresses per session */
@@ -30,6 +30,11 @@
 #define NETD_IDLE_TIMEOUT_S    300
 #define NETD_DEDUP_MS          2000u /* the same refusal again within this is not repeated */
 #define NETD_HOSTS_MAX         1024u
+/* descriptors: every session's resolver and listeners, two per relay, and slack; raised
+ * at start (the default soft limit of 1024 would fail accept() with EMFILE first) */
+#define NETD_NOFILE 8192u
+_Static_assert(NETD_SESSIONS_MAX * (NETMSG_LISTEN_MAX + 1u) + 2u * NETD_CONNS_MAX + 64u <= NETD_NOFILE,
+               "sbx-net's descriptor limit covers its own limits");
 #define NETD_DENY_MAX          4u
 #define NETD_TTL_S             60u
 
@@ -49,6 +54,7 @@ struct session {
 	size_t nallow;
 	int dns_fd;                /* the jail's resolver socket (DNS_PACKET_MAX datagrams) */
 	struct event *dns_ev;
+	struct event *resume_ev;   /* listeners paused after an accept() error come back */
 	struct evconnlistener *lst[NETMSG_LISTEN_MAX];
 	uint16_t lst_port[NETMSG_LISTEN_MAX];
 	size_t nlst;

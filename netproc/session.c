@@ -117,6 +117,27 @@ static void dns_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/* accept() failing (EMFILE and the like) would leave the listener readable and the loop
+ * spinning: pause that listener a moment */
+static void listeners_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	for (size_t i = 0; i < s->nlst; i++)
+		if (s->lst[i])
+			evconnlistener_enable(s->lst[i]);
+}
+
+static void accept_error_cb(struct evconnlistener *l, void *arg)
+{
+	struct session *s = arg;
+	struct timeval t = { 0, 100000 };
+	evconnlistener_disable(l);
+	if (!s->resume_ev)
+		s->resume_ev = evtimer_new(D.base, listeners_resume_cb, s);
+	if (s->resume_ev)
+		evtimer_add(s->resume_ev, &t);
+}
+
 static void accept_cb(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int len,
                       void *arg)
 {
@@ -133,6 +154,8 @@ static void session_free(struct session *s)
 	relay_free_all(s);
 	if (s->dns_ev)
 		event_free(s->dns_ev);
+	if (s->resume_ev)
+		event_free(s->resume_ev);
 	if (s->dns_fd > 0)
 		close(s->dns_fd);
 	for (size_t i = 0; i < s->nlst; i++)
@@ -186,6 +209,8 @@ int session_open(const struct netmsg_open *m, const int *fds, size_t nfds, char 
 		s->lst[i] = evconnlistener_new(D.base, accept_cb, s,
 		                               LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fds[i + 1]);
 		s->nlst = i + 1;
+		if (s->lst[i])
+			evconnlistener_set_error_cb(s->lst[i], accept_error_cb);
 		if (!s->lst[i]) {
 			for (size_t j = i; j < m->nports; j++)
 				close(fds[j + 1]);

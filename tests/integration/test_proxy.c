@@ -290,3 +290,46 @@ Test(proxy, hostile_packets_do_not_stop_the_proxy)
 	cr_expect(strstr(s_or_empty(js_str(again.json, "stdout")), want), "%s", again.body);
 	proxy_teardown(&e);
 }
+
+/* NETD_SESSION_CONNS_MAX (256) connections of one run are held; the 257th is closed at
+ * once; once they are gone the proxy serves again. Held here as proxy connections that
+ * never send a head (sbx-net keeps them NETD_HEAD_TIMEOUT_S). */
+Test(proxy, connections_per_run_at_the_limit_and_one_past)
+{
+	struct proxy_env e;
+	char code[2048], want[64];
+	proxy_setup(&e, true, NULL);
+	snprintf(want, sizeof(want), "sbx-website %u", SITE_PORT);
+	snprintf(code, sizeof(code),
+	         "import os, resource, socket, time, urllib.request\n"
+	         "held = []\n"
+	         "for i in range(256):\n"
+	         "    held.append(socket.create_connection(('198.18.0.1', 3128), timeout=5))\n"
+	         "time.sleep(0.5)\n"
+	         "def closed(s):\n"
+	         "    s.settimeout(1.0)\n"
+	         "    try:\n"
+	         "        return s.recv(1) == b''\n"
+	         "    except (socket.timeout, TimeoutError):\n"
+	         "        return False\n"
+	         "    except OSError:\n"
+	         "        return True\n"
+	         "print('held-open', sum(1 for s in held[-3:] if not closed(s)))\n"
+	         "extra = socket.create_connection(('198.18.0.1', 3128), timeout=5)\n"
+	         "print('past-limit-closed', closed(extra))\n"
+	         "for s in held: s.close()\n"
+	         "extra.close()\n"
+	         "time.sleep(0.5)\n"
+	         "for k in list(os.environ):\n"
+	         "    if 'proxy' in k.lower(): del os.environ[k]\n"
+	         "print(urllib.request.urlopen('http://site.test:%u/', timeout=10).read().decode().strip())\n",
+	         SITE_PORT);
+	_cleanup_resp_ struct http_resp r = run_lang(&e, "python", code);
+	assert_status(r, 200);
+	const char *out = s_or_empty(js_str(r.json, "stdout"));
+	cr_log_info("jail said:\n%s%s", out, s_or_empty(js_str(r.json, "stderr")));
+	cr_expect(strstr(out, "held-open 3"), "connections under the limit were closed: %s", out);
+	cr_expect(strstr(out, "past-limit-closed True"), "the 257th connection was kept: %s", out);
+	cr_expect(strstr(out, want), "the proxy did not serve after the limit: %s", out);
+	proxy_teardown(&e);
+}
