@@ -449,6 +449,22 @@ static void refusals_collect(struct netrun *n, struct run_result *res)
 	free(rf);
 }
 
+/* A killed pasta tears down a large address space (tens of ms, measured): the run's
+ * answer does not wait for that; SIGCHLD reaps it (netrun_reap_pending). */
+#define NETRUN_REAP_LATER_MAX 128u
+static pid_t later[NETRUN_REAP_LATER_MAX];
+static size_t nlater;
+
+static void reap_later(pid_t pid)
+{
+	if (nlater < NETRUN_REAP_LATER_MAX) {
+		later[nlater++] = pid;
+		return;
+	}
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
 void netrun_release(struct netrun *n, struct run_result *res)
 {
 	if (n->mode == NET_NONE || !n->L)
@@ -470,13 +486,22 @@ void netrun_release(struct netrun *n, struct run_result *res)
 		n->proxy_open = false;
 	}
 	if (n->pasta > 0) {
-		int st;
 		kill(n->pasta, SIGKILL);
-		while (waitpid(n->pasta, &st, 0) < 0 && errno == EINTR)
-			;
+		reap_later(n->pasta);
 		n->pasta = 0;
 	}
 	n->mode = NET_NONE;
+}
+
+void netrun_reap_pending(void)
+{
+	for (size_t i = 0; i < nlater;) {
+		pid_t w = waitpid(later[i], NULL, WNOHANG);
+		if (w == later[i] || (w < 0 && errno == ECHILD))
+			later[i] = later[--nlater];
+		else
+			i++;
+	}
 }
 
 void netrun_shutdown(struct launcher *L)

@@ -57,6 +57,9 @@ bool netrun_reap(struct netrun *n, pid_t pid, int status);
  * (res->refused; dropped ones noted). Safe on a netrun never prepared (zeroed). */
 void netrun_release(struct netrun *n, struct run_result *res);
 
+/* SIGCHLD: reap the pasta processes of runs already gone. */
+void netrun_reap_pending(void);
+
 /* The launcher's sbx-net, started at the first proxy run; stopped at exit. */
 void netrun_shutdown(struct launcher *L);
 

@@ -400,6 +400,7 @@ static void drain_cb(evutil_socket_t fd, short what, void *arg) { runner_event(a
 static void sigchld_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct run *r, *next;
+	netrun_reap_pending();
 	for (r = LIST_FIRST(&runs); r; r = next) {
 		int st;
 		next = LIST_NEXT(r, entry);
@@ -974,9 +975,11 @@ static void warm_prepare(struct launcher *L, const char *sandbox_id)
 	r->gen = warm_gen;
 	r->in_fd = r->info_fd = r->out.fd = r->err.fd = r->block_w = -1;
 	r->warm_since = now_ms();
-	/* a jail with a network fence is connected per run (pasta, sbx-net): none built ahead */
+	/* a jail with a network fence is built ahead with its fence: pasta attached (its start
+	 * is most of such a run's cost) or the proxy's session open, the ready byte waiting in
+	 * the pipe behind bwrap's block-fd */
 	if (!r->ops || store_sandbox_get(L->db, sandbox_id, &r->sb) < 0 ||
-	    net_mode_of(&r->sb) != NET_NONE || sandbox_fingerprint(&r->sb, &r->fingerprint) < 0 ||
+	    sandbox_fingerprint(&r->sb, &r->fingerprint) < 0 ||
 	    random_id("run_", 12, r->res.id, sizeof(r->res.id)) < 0) {
 		run_free(r);
 		return;

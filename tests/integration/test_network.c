@@ -305,3 +305,40 @@ Test(network, caps_lists_the_fences_and_notes_say_what_ports_mean)
 	cr_assert(s.status == 200 || s.status == 201, "%s", s.body);
 	cr_expect(strstr(s_or_empty(js_str(s.json, "note")), "port"), "%s", s.body);
 }
+
+/* A jail built ahead for a network sandbox (pasta attached before the run is asked for)
+ * keeps the whole fence: the second run, given such a jail, still reaches only the
+ * loopback port named, and its interface is there. */
+Test(network, a_jail_built_ahead_keeps_its_network_fence)
+{
+	uint16_t given = 0, other = 0;
+	_cleanup_close_ int lg = host_listener(AF_INET, &given);
+	_cleanup_close_ int lo = host_listener(AF_INET, &other);
+	char id[128], json[256], code[1024];
+
+	sbx_require_bwrap();
+	snprintf(json, sizeof(json), "{\"name\":\"ahead\",\"network\":true,\"ports\":{\"loopback\":[%u]}}",
+	         given);
+	sbx_create(&sbx_it, json, id, sizeof(id));
+	snprintf(code, sizeof(code),
+	         "import socket\n"
+	         "def tryc(port, tag):\n"
+	         "    try:\n"
+	         "        socket.create_connection(('127.0.0.1', port), timeout=3); print('CONNECTED', tag)\n"
+	         "    except OSError as e:\n"
+	         "        print('refused', tag, e.errno)\n"
+	         "tryc(%u, 'other'); tryc(%u, 'GIVEN')\n"
+	         "print('IFACES', len(socket.if_nameindex()))\n",
+	         other, given);
+	for (int i = 0; i < 2; i++) {
+		_cleanup_resp_ struct http_resp r = run_py(id, code, 20000);
+		assert_status(r, 200);
+		const char *out = s_or_empty(js_str(r.json, "stdout"));
+		cr_log_info("run %d:\n%s%s", i, out, s_or_empty(js_str(r.json, "stderr")));
+		cr_expect(strstr(out, "refused other") && strstr(out, "CONNECTED GIVEN"), "run %d: %s", i, out);
+		cr_expect(strstr(out, "IFACES 2"), "run %d: %s", i, out);
+		cr_expect(accepted_any(lg), "run %d: the given-back listener saw nothing", i);
+		sleep_ms(500); /* the next jail is built ahead meanwhile, pasta and all */
+	}
+	cr_expect(!accepted_any(lo), "a host listener accepted a connection from the jail");
+}
