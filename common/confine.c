@@ -1,6 +1,7 @@
 /* Privilege drop and self-confinement of the API process (DESIGN.md §1). Each step
  * records in struct confine_report what actually took effect, so /health tells the truth. */
 #include "confine.h"
+#include "landlock_abi.h"
 #include "privdrop.h"
 
 #include <errno.h>
@@ -92,24 +93,9 @@ int confine_landlock_abi(void)
 	return abi < 0 ? 0 : (int)abi;
 }
 
-/* Every filesystem right the given ABI knows. */
-static uint64_t landlock_fs_rights(int abi)
-{
-	uint64_t fs = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |
-	              LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR |
-	              LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE |
-	              LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_DIR |
-	              LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |
-	              LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_BLOCK |
-	              LANDLOCK_ACCESS_FS_MAKE_SYM;
-	if (abi >= 2)
-		fs |= LANDLOCK_ACCESS_FS_REFER;
-	if (abi >= 3)
-		fs |= LANDLOCK_ACCESS_FS_TRUNCATE;
-	if (abi >= 5)
-		fs |= LANDLOCK_ACCESS_FS_IOCTL_DEV;
-	return fs;
-}
+/* Every filesystem right the given ABI knows (landlock_abi.h: one list for the API,
+ * sbx-net and sbx-jail-init). */
+static uint64_t landlock_fs_rights(int abi) { return sbx_ll_fs_rights(abi); }
 
 int confine_landlock_deny_all(struct confine_report *rep)
 {

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <poll.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -311,4 +312,23 @@ int wait_readable(int fd, unsigned ms)
 		if (r < 0 && errno != EINTR)
 			return -errno;
 	}
+}
+
+void note_append(char *buf, size_t bufsz, size_t *off, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+	if (*off >= bufsz)
+		return;
+	if (*off && (k = snprintf(buf + *off, bufsz - *off, "; ")) > 0)
+		*off += (size_t)k;
+	if (*off >= bufsz)
+		return;
+	va_start(ap, fmt);
+	k = vsnprintf(buf + *off, bufsz - *off, fmt, ap);
+	va_end(ap);
+	if (k > 0)
+		*off += (size_t)k;
+	if (*off > bufsz)
+		*off = bufsz;
 }

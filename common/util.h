@@ -24,6 +24,10 @@ int random_bytes(void *buf, size_t n);
 
 /* A decimal number in min..max, nothing else (no sign, no spaces, no trailing bytes). */
 int parse_uint(const char *s, unsigned min, unsigned max, unsigned *ret);
+/* Append to a "; "-separated note in buf (bufsz), *off its length so far; cut at bufsz,
+ * never past it. */
+void note_append(char *buf, size_t bufsz, size_t *off, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 int mkdir_p(const char *path, mode_t mode);
 int set_nonblock(int fd);

@@ -574,24 +574,6 @@ int sandbox_mount_append(struct sandbox *s, const char *canon, const char *targe
 
 /* ---- notes ------------------------------------------------------------------------- */
 
-static void note_add(char *buf, size_t bufsz, size_t *n, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void note_add(char *buf, size_t bufsz, size_t *n, const char *fmt, ...)
-{
-	va_list ap;
-	int k;
-	if (*n >= bufsz)
-		return;
-	if (*n)
-		*n += (size_t)snprintf(buf + *n, bufsz - *n, "; ");
-	if (*n >= bufsz)
-		return;
-	va_start(ap, fmt);
-	k = vsnprintf(buf + *n, bufsz - *n, fmt, ap);
-	va_end(ap);
-	if (k > 0)
-		*n += (size_t)k;
-}
 
 void sandbox_note(const struct sandbox *s, const struct net_machine *m, char *buf, size_t bufsz)
 {
@@ -602,23 +584,23 @@ void sandbox_note(const struct sandbox *s, const struct net_machine *m, char *bu
 	buf[0] = '\0';
 	sandbox_fs_mode_parse(s->fs_mode_raw, &unknown);
 	if (unknown && s->fs_mode_raw)
-		note_add(buf, bufsz, &n, "fsMode \"%s\" is not recognised; treated as strict",
+		note_append(buf, bufsz, &n, "fsMode \"%s\" is not recognised; treated as strict",
 		         s->fs_mode_raw);
 	if (s->backend == BACKEND_DOCKER)
-		note_add(buf, bufsz, &n, "fsMode does not apply to the docker backend");
+		note_append(buf, bufsz, &n, "fsMode does not apply to the docker backend");
 	/* what the network fence enforces here, and what it cannot (fence/netplan.c) */
 	if (s->backend != BACKEND_DOCKER && m) {
 		net_plan_note(s, m, net, sizeof(net));
 		if (net[0])
-			note_add(buf, bufsz, &n, "%s", net);
+			note_append(buf, bufsz, &n, "%s", net);
 	}
 	if (s->backend == BACKEND_DOCKER && (s->ports_listen.n || s->ports_connect.n ||
 	                                     s->ports_loopback.n || s->proxy_allow.n))
-		note_add(buf, bufsz, &n,
+		note_append(buf, bufsz, &n,
 		         "ports and proxy.allow are not enforced by the docker backend: it runs with "
 		         "--network none, or the engine's open network with network: true");
 	if (s->tracing)
-		note_add(buf, bufsz, &n,
+		note_append(buf, bufsz, &n,
 		         "tracing is not implemented yet: runs record no trace events");
 }
 

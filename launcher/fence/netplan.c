@@ -1,5 +1,6 @@
 /* The network fence of one run, as data (netplan.h). */
 #include "fence/netplan.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -139,24 +140,6 @@ int net_plan_init_args(const struct sandbox *s, int landlock_abi, int ready_fd,
 	return 0;
 }
 
-static void note_add(char *buf, size_t n, size_t *off, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static void note_add(char *buf, size_t n, size_t *off, const char *fmt, ...)
-{
-	va_list ap;
-	int k;
-	if (*off >= n)
-		return;
-	if (*off && (k = snprintf(buf + *off, n - *off, "; ")) > 0)
-		*off += (size_t)k;
-	if (*off >= n)
-		return;
-	va_start(ap, fmt);
-	k = vsnprintf(buf + *off, n - *off, fmt, ap);
-	va_end(ap);
-	if (k > 0)
-		*off += (size_t)k;
-}
 
 void net_plan_note(const struct sandbox *s, const struct net_machine *m, char *buf, size_t n)
 {
@@ -167,7 +150,7 @@ void net_plan_note(const struct sandbox *s, const struct net_machine *m, char *b
 
 	buf[0] = '\0';
 	if (missing) {
-		note_add(buf, n, &off, "runs are refused: %s", missing);
+		note_append(buf, n, &off, "runs are refused: %s", missing);
 		return;
 	}
 	switch (mode) {
@@ -175,32 +158,32 @@ void net_plan_note(const struct sandbox *s, const struct net_machine *m, char *b
 		break;
 	case NET_PORTS:
 		if (!ports)
-			note_add(buf, n, &off,
+			note_append(buf, n, &off,
 			         "Landlock has no TCP port rules on this kernel (ABI %d < %d): any "
 			         "port can be bound and any remote TCP port reached; only the host's "
 			         "loopback stays out (pasta)",
 			         m->landlock_abi, NET_LANDLOCK_PORTS_ABI);
 		if (ports && (s->ports_connect.n || s->ports_loopback.n))
-			note_add(buf, n, &off,
+			note_append(buf, n, &off,
 			         "connect and loopback ports are TCP port rules (Landlock): a port "
 			         "named reaches every remote host on it, not one host");
 		if (s->ports_connect.n)
-			note_add(buf, n, &off, "no resolver and no UDP: connect to addresses, or use "
+			note_append(buf, n, &off, "no resolver and no UDP: connect to addresses, or use "
 			                       "proxy.allow for names");
 		break;
 	case NET_ANY:
 		if (!ports && s->ports_listen.n)
-			note_add(buf, n, &off,
+			note_append(buf, n, &off,
 			         "Landlock has no TCP port rules on this kernel (ABI %d): any port can "
 			         "be bound, not only the listen ports",
 			         m->landlock_abi);
-		note_add(buf, n, &off,
+		note_append(buf, n, &off,
 		         "network: the host's loopback is out except the loopback ports named, "
 		         "but the host's other addresses are remote to the jail: a host service "
 		         "bound to 0.0.0.0 is reachable through them");
 		break;
 	case NET_PROXY:
-		note_add(buf, n, &off,
+		note_append(buf, n, &off,
 		         "proxy.allow: only the names listed resolve and only their ports connect "
 		         "(TCP, through sbx-net); refusals the engine sees are in each run's "
 		         "networkRefused, a connection to a port with no listener is refused by "
@@ -208,7 +191,7 @@ void net_plan_note(const struct sandbox *s, const struct net_machine *m, char *b
 		break;
 	}
 	if (mode != NET_NONE && m->landlock_abi < 1)
-		note_add(buf, n, &off, "no Landlock on this kernel: the filesystem second wall is off");
+		note_append(buf, n, &off, "no Landlock on this kernel: the filesystem second wall is off");
 }
 
 int net_plan_fences(const struct net_machine *m, struct proto_strv *ret)
