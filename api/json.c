@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -709,6 +710,8 @@ int json_parse_run(yajl_val obj, struct msg_RUN *out, char *errmsg, size_t errle
 		return r;
 	if (json_get_u32(obj, "timeoutMs", &out->timeout_ms) == -EINVAL)
 		BAD("timeoutMs: must be a non-negative integer");
+	if (json_get_bool(obj, "detach", &out->detach) == -EINVAL)
+		BAD("detach: must be a boolean");
 	return 0;
 }
 
@@ -879,6 +882,7 @@ void json_gen_run(yajl_gen g, const struct msg_RUN_REP *r, const char *out, size
 	json_gen_kstr(g, "id", r->id);
 	json_gen_kstr(g, "sandboxId", r->sandbox_id);
 	json_gen_kstr(g, "language", r->language <= LANG_MAX_ ? lang_names[r->language] : "sh");
+	json_gen_kstr(g, "status", r->running ? "running" : "done");
 	if (r->has_exit_code)
 		json_gen_kint(g, "exitCode", r->exit_code);
 	else
@@ -983,4 +987,133 @@ void json_gen_policy(yajl_gen g, const struct msg_POLICY_REP *p)
 	json_gen_kbool(g, "runPython", p->run_python);
 	json_gen_kbool(g, "runNode", p->run_node);
 	yajl_gen_map_close(g);
+}
+
+void json_gen_proc(yajl_gen g, const struct msg_PROC_REP *p)
+{
+	static const char *const seccomp_modes[] = { "off", "strict", "filter" };
+	yajl_gen_map_open(g);
+	json_gen_kint(g, "pid", p->pid);
+	json_gen_kint(g, "ppid", p->ppid);
+	json_gen_kint(g, "pgid", p->pgid);
+	json_gen_kstr(g, "runId", p->run_id);
+	json_gen_key(g, "cpu"); /* percent of one CPU over the process's life, like ps */
+	yajl_gen_double(g, p->cpu_permille / 10.0);
+	json_gen_key(g, "mem"); /* percent of the machine's memory */
+	yajl_gen_double(g, p->mem_permille / 10.0);
+	json_gen_kint(g, "rssKb", (long long)p->rss_kb);
+	json_gen_kint(g, "elapsedMs", (long long)p->elapsed_ms);
+	json_gen_kstr(g, "comm", p->comm);
+	json_gen_kstr(g, "command", p->cmdline);
+	/* what the kernel says the process actually got */
+	json_gen_key(g, "confinement");
+	yajl_gen_map_open(g);
+	json_gen_kint(g, "uid", p->uid);
+	json_gen_kint(g, "gid", p->gid);
+	json_gen_kbool(g, "noNewPrivs", p->no_new_privs);
+	json_gen_kstr(g, "seccomp", p->seccomp <= 2 ? seccomp_modes[p->seccomp] : "unknown");
+	json_gen_kstr(g, "capEff", p->cap_eff);
+	json_gen_key(g, "namespaces");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < p->namespaces.n; i++)
+		json_gen_str(g, p->namespaces.v[i]);
+	yajl_gen_array_close(g);
+	json_gen_kstr(g, "cgroup", p->cgroup);
+	yajl_gen_map_close(g);
+	yajl_gen_map_close(g);
+}
+
+void json_gen_kill(yajl_gen g, const struct msg_KILL_REP *k, const char *signame)
+{
+	yajl_gen_map_open(g);
+	json_gen_kstr(g, "signal", signame);
+	json_gen_key(g, "signaled");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < k->pids.n; i++)
+		yajl_gen_integer(g, k->pids.v[i]);
+	yajl_gen_array_close(g);
+	json_gen_key(g, "runs");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < k->runs.n; i++)
+		json_gen_str(g, k->runs.v[i]);
+	yajl_gen_array_close(g);
+	yajl_gen_map_close(g);
+}
+
+/* The signals a kill may send, by name (with or without "SIG") or number. */
+static const struct {
+	const char *name;
+	int num;
+} kill_signals[] = {
+	{ "HUP", SIGHUP },   { "INT", SIGINT },   { "QUIT", SIGQUIT }, { "KILL", SIGKILL },
+	{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "TERM", SIGTERM }, { "CONT", SIGCONT },
+	{ "STOP", SIGSTOP }, { "TSTP", SIGTSTP },
+};
+
+const char *json_signal_name(int sig)
+{
+	for (size_t i = 0; i < sizeof(kill_signals) / sizeof(kill_signals[0]); i++)
+		if (kill_signals[i].num == sig)
+			return kill_signals[i].name;
+	return "?";
+}
+
+int json_parse_kill(yajl_val obj, struct msg_KILL *out, char *errmsg, size_t errlen)
+{
+	yajl_val v;
+	unsigned given = 0;
+	const char *run = NULL;
+	int r;
+
+	if (obj && !YAJL_IS_OBJECT(obj))
+		BAD("the body must be a JSON object");
+	if (!obj)
+		goto all;
+	for (size_t i = 0; i < obj->u.object.len; i++) {
+		const char *k = obj->u.object.keys[i];
+		if (strcmp(k, "pid") && strcmp(k, "pgid") && strcmp(k, "run") && strcmp(k, "signal") &&
+		    strcmp(k, "sandboxId"))
+			BAD("unknown field (allowed: pid, pgid, run, signal)");
+	}
+	if ((r = json_get_u32(obj, "pid", &out->pid)) == -EINVAL || (r == 0 && out->pid == 0))
+		BAD("pid: must be a positive integer");
+	given += r == 0;
+	if ((r = json_get_u32(obj, "pgid", &out->pgid)) == -EINVAL || (r == 0 && out->pgid == 0))
+		BAD("pgid: must be a positive integer");
+	given += r == 0;
+	if ((r = json_get_str(obj, "run", &run)) == -EINVAL)
+		BAD("run: must be a run id");
+	if (r == 0) {
+		if (!proto_id_valid(run))
+			BAD("run: not a run id");
+		if (!(out->run_id = strdup(run)))
+			return -ENOMEM;
+		given++;
+	}
+	if (given > 1)
+		BAD("name one of pid, pgid or run (or none: every process of the sandbox)");
+	if ((v = yajl_tree_get(obj, (const char *[]){ "signal", NULL }, yajl_t_any))) {
+		if (!out->pid && !out->pgid)
+			BAD("signal: only with pid or pgid (a run ends by SIGTERM, then SIGKILL)");
+		if (YAJL_IS_INTEGER(v)) {
+			long long n = YAJL_GET_INTEGER(v);
+			for (size_t i = 0; i < sizeof(kill_signals) / sizeof(kill_signals[0]); i++)
+				if (kill_signals[i].num == n)
+					out->signal = (uint32_t)n;
+		} else if (YAJL_IS_STRING(v)) {
+			const char *s = YAJL_GET_STRING(v);
+			if (strncmp(s, "SIG", 3) == 0)
+				s += 3;
+			for (size_t i = 0; i < sizeof(kill_signals) / sizeof(kill_signals[0]); i++)
+				if (strcmp(kill_signals[i].name, s) == 0)
+					out->signal = (uint32_t)kill_signals[i].num;
+		}
+		if (!out->signal)
+			BAD("signal: one of HUP INT QUIT KILL USR1 USR2 TERM CONT STOP TSTP");
+	}
+	if (given)
+		return 0;
+all:
+	out->all = true;
+	return 0;
 }

@@ -65,6 +65,14 @@ void json_gen_sbx_mounts(yajl_gen g, const struct msg_SBX_REP *s);
 void json_gen_run(yajl_gen g, const struct msg_RUN_REP *r, const char *out, size_t out_len,
                   const char *err, size_t err_len);
 void json_gen_caps(yajl_gen g, const struct msg_CAPS_REP *c);
+/* One process of GET /sandboxes/{id}/processes. */
+void json_gen_proc(yajl_gen g, const struct msg_PROC_REP *p);
+/* The answer of a kill: the signal's name, the pids signalled, the runs ended. */
+void json_gen_kill(yajl_gen g, const struct msg_KILL_REP *k, const char *signame);
+const char *json_signal_name(int sig);
+/* The kill body: one of pid, pgid, run (or none: all), and a signal with pid or pgid.
+ * The caller clears out with proto_msg_clear(MSG_KILL) on every path. */
+int json_parse_kill(yajl_val obj, struct msg_KILL *out, char *errmsg, size_t errlen);
 void json_gen_policy(yajl_gen g, const struct msg_POLICY_REP *p);
 
 #endif

@@ -75,6 +75,8 @@ static const struct proto_dispatch launcher_table[] = {
 	{ MSG_SBX_REP, ROLE_LAUNCHER, on_launcher_msg },    { MSG_LIST_END, ROLE_LAUNCHER, on_launcher_msg },
 	{ MSG_OK, ROLE_LAUNCHER, on_launcher_msg },         { MSG_RUN_REP, ROLE_LAUNCHER, on_launcher_msg },
 	{ MSG_PROFILE_REP, ROLE_LAUNCHER, on_launcher_msg },
+	{ MSG_PROC_REP, ROLE_LAUNCHER, on_launcher_msg },
+	{ MSG_KILL_REP, ROLE_LAUNCHER, on_launcher_msg },
 	{ MSG_STREAM_DATA, ROLE_LAUNCHER, on_launcher_msg }, { MSG_STREAM_END, ROLE_LAUNCHER, on_launcher_msg },
 };
 

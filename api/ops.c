@@ -240,6 +240,11 @@ static void on_single(const struct stub_reply *rep, void *arg)
 		yajl_gen_map_close(g);
 		break;
 	}
+	case MSG_KILL_REP: {
+		const struct msg_KILL_REP *k = rep->msg;
+		json_gen_kill(g, k, json_signal_name((int)k->signal));
+		break;
+	}
 	case MSG_OK:
 		yajl_gen_map_open(g);
 		json_gen_kstr(g, "id", ((const struct msg_OK *)rep->msg)->id);
@@ -292,6 +297,8 @@ static void on_list(const struct stub_reply *rep, void *arg)
 		else if (rep->type == MSG_RUN_REP)
 			json_gen_run(o->g, rep->msg, rep->out, rep->out_len, rep->errout,
 			             rep->errout_len);
+		else if (rep->type == MSG_PROC_REP)
+			json_gen_proc(o->g, rep->msg);
 		o->count++;
 		return;
 	}
@@ -417,7 +424,7 @@ static int start_run(struct op *o, const struct op_args *a, char *why, size_t wh
 		m.entrance = a->entrance;
 		free(m.sandbox_id);
 		m.sandbox_id = strdup(a->id);
-		o->chunk = a->chunk;
+		o->chunk = m.detach ? NULL : a->chunk; /* detached: the answer comes at once */
 		r = m.sandbox_id ? stub_run(&m, o->chunk ? on_chunk : NULL, on_single, o, &o->stream)
 		                 : -ENOMEM;
 	}
@@ -434,6 +441,24 @@ static int start_runs_list(struct op *o, const struct op_args *a, char *why, siz
 static int start_run_get(struct op *o, const struct op_args *a, char *why, size_t whysz)
 {
 	return stub_run_get(a->id, a->sub_id, on_single, o);
+}
+
+static int start_ps(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	o->list_key = "processes";
+	return stub_ps(a->id, on_list, o);
+}
+
+static int start_kill(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	struct msg_KILL m = { 0 };
+	int r;
+	if ((r = json_parse_kill(a->body, &m, why, whysz)) == 0) {
+		m.sandbox_id = strdup(a->id);
+		r = m.sandbox_id ? stub_kill(&m, on_single, o) : -ENOMEM;
+	}
+	proto_msg_clear(MSG_KILL, &m);
+	return r;
 }
 
 static int start_profile(struct op *o, const struct op_args *a, char *why, size_t whysz)
@@ -554,6 +579,15 @@ const struct op_row op_table[] = {
 	{ "getProfile", GET, "/sandboxes/{id}/profile", NULL, NULL,
 	  "The fence the next run would get (its argv or profile).", NULL, NULL, SCHEMA_PROFILE, 200,
 	  start_profile },
+	{ "listProcesses", GET, "/sandboxes/{id}/processes", NULL, "sbx_ps",
+	  "The live processes of a sandbox's runs, read from /proc, with what each actually got "
+	  "from the kernel (uid, NoNewPrivs, seccomp, capabilities, namespaces, cgroup).",
+	  NULL, NULL, SCHEMA_PROC_LIST, 200, start_ps },
+	{ "killProcesses", POST, "/sandboxes/{id}/kill", NULL, "sbx_kill",
+	  "Signal processes the engine started for this sandbox: {pid}, {pgid} (with an optional "
+	  "signal, default TERM), {run}, or {} for every run (SIGTERM, then SIGKILL). Anything "
+	  "else, pid 1 and the daemon's own processes included, is refused with 403.",
+	  SCHEMA_KILL_PROPS, NULL, SCHEMA_KILL, 200, start_kill },
 	{ "listMounts", GET, "/sandboxes/{id}/mounts", NULL, NULL, "The sandbox's mounts.", NULL,
 	  NULL, SCHEMA_MOUNTS, 200, start_mounts_list },
 	{ "addMount", POST, "/sandboxes/{id}/mounts", NULL, "sbx_mount",

@@ -18,6 +18,7 @@
 	"\"required\":[\"id\",\"name\"]}"
 #define SCHEMA_RUN                                                                                    \
 	"{\"type\":\"object\",\"properties\":{\"id\":" S_STR ",\"sandboxId\":" S_STR               \
+	",\"status\":{\"type\":\"string\",\"enum\":[\"running\",\"done\"]}"                        \
 	",\"exitCode\":{\"type\":[\"integer\",\"null\"]},\"signal\":{\"type\":[\"integer\",\"null\"]}," \
 	"\"timedOut\":" S_BOOL ",\"stdout\":" S_STR ",\"stderr\":" S_STR                           \
 	",\"stdoutTruncated\":" S_BOOL ",\"stderrTruncated\":" S_BOOL ",\"durationMs\":" S_INT    \
@@ -29,9 +30,12 @@
 /* ---- request bodies (properties only) ---- */
 #define SCHEMA_RUN_PROPS                                                                              \
 	"\"language\":{\"type\":\"string\",\"enum\":[\"sh\",\"python\",\"node\"]},\"code\":" S_STR      \
-	",\"stdin\":" S_STR ",\"timeoutMs\":" S_INT
+	",\"stdin\":" S_STR ",\"timeoutMs\":" S_INT ",\"detach\":" S_BOOL
 #define SCHEMA_EXEC_PROPS "\"code\":" S_STR ",\"sandboxId\":" S_STR ",\"timeoutMs\":" S_INT
 #define SCHEMA_MOUNT_PROPS "\"source\":" S_STR ",\"target\":" S_STR ",\"readOnly\":" S_BOOL
+#define SCHEMA_KILL_PROPS                                                                             \
+	"\"pid\":{\"type\":\"integer\",\"minimum\":1},\"pgid\":{\"type\":\"integer\",\"minimum\":1}," \
+	"\"run\":" S_STR ",\"signal\":{\"type\":[\"string\",\"integer\"]}"
 #define SCHEMA_UNMOUNT_PROPS "\"target\":" S_STR
 #define SCHEMA_POLICY_PROPS                                                                           \
 	"\"execShell\":" S_BOOL ",\"schedulerScript\":" S_BOOL ",\"runPython\":" S_BOOL            \
@@ -54,6 +58,13 @@
 #define SCHEMA_RUN_LIST                                                                               \
 	"{\"type\":\"object\",\"properties\":{\"runs\":{\"type\":\"array\"},\"count\":" S_INT         \
 	"},\"required\":[\"runs\"]}"
+#define SCHEMA_PROC_LIST                                                                              \
+	"{\"type\":\"object\",\"properties\":{\"processes\":{\"type\":\"array\"},\"count\":" S_INT  \
+	"},\"required\":[\"processes\"]}"
+#define SCHEMA_KILL                                                                                   \
+	"{\"type\":\"object\",\"properties\":{\"signal\":" S_STR ",\"signaled\":{\"type\":\"array\"," \
+	"\"items\":" S_INT "},\"runs\":{\"type\":\"array\",\"items\":" S_STR "}},"                   \
+	"\"required\":[\"signaled\",\"runs\"]}"
 #define SCHEMA_DELETED "{\"type\":\"object\",\"properties\":{\"id\":" S_STR ",\"deleted\":" S_BOOL "}}"
 #define SCHEMA_MOUNTS                                                                                 \
 	"{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR ",\"mounts\":{\"type\":\"array\"},\"note\":" S_STR "}," \

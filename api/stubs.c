@@ -424,3 +424,14 @@ int stub_mount_del(const char *sandbox_id, const char *target, stub_cb cb, void 
 	struct msg_MOUNT_DEL m = { .sandbox_id = (char *)sandbox_id, .target = (char *)target };
 	return send_req(API->launcher, MSG_MOUNT_DEL, &m, MSG_SBX_REP, 0, cb, arg);
 }
+
+int stub_ps(const char *sandbox_id, stub_cb cb, void *arg)
+{
+	struct msg_PS_REQ m = { .id = (char *)sandbox_id };
+	return send_req(API->launcher, MSG_PS_REQ, &m, MSG_LIST_END, MSG_PROC_REP, cb, arg);
+}
+
+int stub_kill(const struct msg_KILL *m, stub_cb cb, void *arg)
+{
+	return send_req(API->launcher, MSG_KILL, m, MSG_KILL_REP, 0, cb, arg);
+}

@@ -78,5 +78,8 @@ int stub_mount_add(const struct msg_MOUNT_ADD *m, stub_cb cb, void *arg);
 int stub_mount_del(const char *sandbox_id, const char *target, stub_cb cb, void *arg);
 int stub_profile(const char *id, stub_cb cb, void *arg);
 int stub_run_get(const char *sandbox_id, const char *run_id, stub_cb cb, void *arg);
+/* A sandbox's live processes: one PROC_REP per process, then LIST_END. */
+int stub_ps(const char *sandbox_id, stub_cb cb, void *arg);
+int stub_kill(const struct msg_KILL *m, stub_cb cb, void *arg);
 
 #endif

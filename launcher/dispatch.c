@@ -709,6 +709,8 @@ GUARDED(dispatch_h_run)
 GUARDED(dispatch_h_exec)
 GUARDED(dispatch_h_runs_list)
 GUARDED(dispatch_h_run_get)
+GUARDED(dispatch_h_ps)
+GUARDED(dispatch_h_kill)
 GUARDED(h_mount_add)
 GUARDED(h_mount_del)
 GUARDED(h_profile_get)
@@ -727,6 +729,8 @@ static const struct proto_dispatch api_table[] = {
 	{ MSG_EXEC, ROLE_API, g_dispatch_h_exec },
 	{ MSG_RUNS_LIST, ROLE_API, g_dispatch_h_runs_list },
 	{ MSG_RUN_GET, ROLE_API, g_dispatch_h_run_get },
+	{ MSG_PS_REQ, ROLE_API, g_dispatch_h_ps },
+	{ MSG_KILL, ROLE_API, g_dispatch_h_kill },
 	{ MSG_MOUNT_ADD, ROLE_API, g_h_mount_add },
 	{ MSG_MOUNT_DEL, ROLE_API, g_h_mount_del },
 	{ MSG_PROFILE_GET, ROLE_API, g_h_profile_get },

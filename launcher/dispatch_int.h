@@ -16,6 +16,7 @@ struct pending {
 	uint64_t gen;
 	char sandbox_id[PROTO_ID_MAX + 1];
 	struct run_outstream *stream; /* a run whose output streams while it runs, or NULL */
+	bool replied; /* a detached run: answered when it started */
 };
 struct pending *pending_new(uint32_t id);
 /* The channel to reply on, or NULL when the API process was replaced meanwhile. */
@@ -33,6 +34,9 @@ void dispatch_h_runs_list(struct proto_chan *ch, const struct proto_hdr *h, void
                           void *arg);
 void dispatch_h_run_get(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd,
                         void *arg);
+/* PS_REQ and KILL: a sandbox's processes (launcher/procs.h) */
+void dispatch_h_ps(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg);
+void dispatch_h_kill(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg);
 /* STREAM_ACK / STREAM_CANCEL of a streamed run's output */
 void dispatch_h_stream_ack(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd,
                            void *arg);

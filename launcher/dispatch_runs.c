@@ -1,6 +1,7 @@
 /* The run messages: RUN and EXEC go through run_code() (launcher/policy.c), the one gate;
  * the history comes from the store. Every field is checked again here: the API is hostile. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +12,10 @@
 #include "dispatch.h"
 #include "dispatch_int.h"
 #include "log.h"
+#include "procs.h"
 #include "run_input.h"
 #include "run_stream.h"
+#include "runner.h"
 #include "store.h"
 #include "util.h"
 
@@ -52,6 +55,7 @@ static void send_run_rep(struct proto_chan *ch, uint32_t id, const struct run_re
 		.limits = r->limits,
 		.note = r->note ? r->note : (char *)"",
 		.refused = r->refused,
+		.running = r->running,
 	};
 	int mfd = -1;
 	if (with_output && (mfd = output_memfd(r->out, r->out_len, r->err, r->err_len)) < 0) {
@@ -67,7 +71,11 @@ static void run_done(int err, const char *message, struct run_result *res, void 
 	struct pending *p = arg;
 	struct proto_chan *ch = pending_chan(p);
 	run_stream_close(p->stream); /* the stream ends before the reply that completes it */
-	if (!ch) {
+	if (p->replied) {
+		/* detached: the caller has its answer; the run is in the history now */
+		if (err)
+			log_info("detached run %s: %s", res ? res->id : "?", message ? message : "failed");
+	} else if (!ch) {
 		log_info("run finished after its API channel went away; reply %u dropped", p->id);
 	} else if (err) {
 		reply_err(ch, p->id, (unsigned)err >= 1 && (unsigned)err <= PERR_MAX_ ? (enum proto_err)err : PERR_INTERNAL,
@@ -113,7 +121,20 @@ static int run_input(struct proto_chan *ch, uint32_t id, int fd, const char *cod
 	return r;
 }
 
-static void start_run(struct proto_chan *ch, uint32_t id, struct run_request *rq, uint32_t stream)
+/* A detached run's program runs: answer now, with its id and state. */
+static void run_started(const struct run_result *res, void *arg)
+{
+	struct pending *p = arg;
+	struct proto_chan *ch = pending_chan(p);
+	struct run_result now = *res; /* the strings stay the run's */
+	now.running = true;
+	p->replied = true;
+	if (ch)
+		send_run_rep(ch, p->id, &now, false);
+}
+
+static void start_run(struct proto_chan *ch, uint32_t id, struct run_request *rq, uint32_t stream,
+                      bool detach)
 {
 	struct pending *p;
 	int r;
@@ -137,6 +158,11 @@ static void start_run(struct proto_chan *ch, uint32_t id, struct run_request *rq
 		reply_err(ch, id, PERR_INVALID_ARGUMENT, "stream: must be the request's own id");
 		return;
 	}
+	if (stream && detach) {
+		reply_err(ch, id, PERR_INVALID_ARGUMENT, "detach: a detached run's output is read "
+		          "from the run afterwards, not streamed by the request");
+		return;
+	}
 	if (!(p = pending_new(id))) {
 		reply_err(ch, id, PERR_INTERNAL, "out of memory");
 		return;
@@ -152,6 +178,10 @@ static void start_run(struct proto_chan *ch, uint32_t id, struct run_request *rq
 	if (p->stream) {
 		rq->on_output = run_stream_output;
 		rq->on_output_arg = p->stream;
+	}
+	if (detach) {
+		rq->on_started = run_started;
+		rq->on_started_arg = p;
 	}
 	snprintf(p->sandbox_id, sizeof(p->sandbox_id), "%s", rq->sandbox_id);
 	/* run_code calls run_done exactly once, possibly before it returns */
@@ -178,7 +208,7 @@ void dispatch_h_run(struct proto_chan *ch, const struct proto_hdr *h, void *m, i
 	rq.code = code;
 	rq.stdin_data = in_text;
 	snprintf(rq.sandbox_id, sizeof(rq.sandbox_id), "%s", in->sandbox_id);
-	start_run(ch, h->id, &rq, in->stream);
+	start_run(ch, h->id, &rq, in->stream, in->detach);
 }
 
 void dispatch_h_exec(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
@@ -200,7 +230,7 @@ void dispatch_h_exec(struct proto_chan *ch, const struct proto_hdr *h, void *m, 
 	rq.code = code;
 	rq.stdin_data = in_text;
 	snprintf(rq.sandbox_id, sizeof(rq.sandbox_id), "%s", in->sandbox_id);
-	start_run(ch, h->id, &rq, in->stream);
+	start_run(ch, h->id, &rq, in->stream, false);
 }
 
 void dispatch_h_stream_ack(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd,
@@ -217,12 +247,14 @@ void dispatch_h_stream_cancel(struct proto_chan *ch, const struct proto_hdr *h, 
 
 struct runs_ctx {
 	struct proto_chan *ch;
-	uint32_t id, count;
+	uint32_t id, count, limit;
 };
 
 static int runs_one(const struct run_result *r, void *arg)
 {
 	struct runs_ctx *c = arg;
+	if (c->count >= c->limit)
+		return 1;
 	send_run_rep(c->ch, c->id, r, true); /* history shows what each run printed (as stored, capped) */
 	c->count++;
 	return 0;
@@ -231,9 +263,9 @@ static int runs_one(const struct run_result *r, void *arg)
 void dispatch_h_runs_list(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
 {
 	struct msg_RUNS_LIST *in = m;
-	struct runs_ctx c = { .ch = ch, .id = h->id };
-	struct sandbox s;
 	unsigned limit = in->limit ? in->limit : DISPATCH_RUNS_LIST_DEFAULT;
+	struct runs_ctx c = { .ch = ch, .id = h->id, .limit = limit };
+	struct sandbox s;
 	int r;
 
 	if (in->limit > DISPATCH_RUNS_LIST_MAX) {
@@ -243,7 +275,10 @@ void dispatch_h_runs_list(struct proto_chan *ch, const struct proto_hdr *h, void
 	if (load_sandbox(ch, h->id, in->sandbox_id, &s) < 0)
 		return;
 	sandbox_clear(&s);
-	if ((r = store_run_foreach(dispatch_L->db, in->sandbox_id, limit, runs_one, &c)) < 0) {
+	/* the runs still going (detached ones) first: they are the newest */
+	runner_foreach_live(in->sandbox_id, runs_one, &c);
+	if (c.count < limit &&
+	    (r = store_run_foreach(dispatch_L->db, in->sandbox_id, limit - c.count, runs_one, &c)) < 0) {
 		reply_err(ch, h->id, PERR_INTERNAL, "database: %s", strerror(-r));
 		return;
 	}
@@ -261,7 +296,10 @@ void dispatch_h_run_get(struct proto_chan *ch, const struct proto_hdr *h, void *
 		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "ids: 1..%u of [a-z0-9_]", PROTO_ID_MAX);
 		return;
 	}
-	if ((rc = store_run_get(dispatch_L->db, in->sandbox_id, in->run_id, &r)) < 0) {
+	/* a live run answers from the runner (running, its output so far); then the history */
+	if ((rc = runner_snapshot(in->sandbox_id, in->run_id, &r)) == -ENOENT)
+		rc = store_run_get(dispatch_L->db, in->sandbox_id, in->run_id, &r);
+	if (rc < 0) {
 		reply_err(ch, h->id, rc == -ENOENT ? PERR_NOT_FOUND : PERR_INTERNAL, "run %s: %s",
 		          in->run_id, rc == -ENOENT ? "not found" : strerror(-rc));
 		return;
@@ -270,3 +308,103 @@ void dispatch_h_run_get(struct proto_chan *ch, const struct proto_hdr *h, void *
 	run_result_clear(&r);
 }
 
+
+/* ---- processes and kill --------------------------------------------------------------- */
+
+struct ps_ctx {
+	struct proto_chan *ch;
+	uint32_t id;
+};
+
+static int ps_row(const struct msg_PROC_REP *row, void *arg)
+{
+	struct ps_ctx *c = arg;
+	return proto_chan_send(c->ch, MSG_PROC_REP, c->id, row, -1);
+}
+
+void dispatch_h_ps(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	struct msg_PS_REQ *in = m;
+	struct ps_ctx c = { .ch = ch, .id = h->id };
+	struct msg_LIST_END end;
+	struct sandbox s;
+	size_t n;
+
+	if (load_sandbox(ch, h->id, in->id, &s) < 0)
+		return;
+	sandbox_clear(&s);
+	n = procs_list(in->id, getppid(), ps_row, &c);
+	end = (struct msg_LIST_END){ .count = n > PROCS_LIST_MAX ? PROCS_LIST_MAX : (uint32_t)n };
+	proto_chan_send(ch, MSG_LIST_END, h->id, &end, -1);
+}
+
+void dispatch_h_kill(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	struct msg_KILL *in = m;
+	struct msg_KILL_REP rep = { 0 };
+	char why[PROCS_WHY_MAX] = "";
+	char ids[PROTO_LIST_MAX][PROTO_ID_MAX + 1];
+	unsigned targets = (in->pid != 0) + (in->pgid != 0) + (in->run_id[0] != '\0') + in->all;
+	struct sandbox s;
+	int sig = in->signal ? (int)in->signal : SIGTERM, r = 0;
+
+	if (targets != 1) {
+		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "name exactly one of pid, pgid, run or all");
+		return;
+	}
+	if (in->signal && (in->run_id[0] || in->all)) {
+		reply_err(ch, h->id, PERR_INVALID_ARGUMENT,
+		          "signal: only with pid or pgid (a run ends by SIGTERM, then SIGKILL)");
+		return;
+	}
+	if (!procs_signal_allowed(sig)) {
+		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "signal %u: not one a kill may send", in->signal);
+		return;
+	}
+	if (in->pid > INT32_MAX || in->pgid > INT32_MAX) {
+		reply_err(ch, h->id, PERR_FORBIDDEN, "no process of this sandbox has that number");
+		return;
+	}
+	if (in->run_id[0] && !sandbox_id_valid(in->run_id)) {
+		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "run: 1..%u of [a-z0-9_]", PROTO_ID_MAX);
+		return;
+	}
+	if (load_sandbox(ch, h->id, in->sandbox_id, &s) < 0)
+		return;
+	sandbox_clear(&s);
+	rep.signal = (uint32_t)sig;
+	if (in->pid)
+		r = procs_kill_pid(in->sandbox_id, (pid_t)in->pid, sig, getppid(), &rep.pids, why,
+		                   sizeof(why));
+	else if (in->pgid)
+		r = procs_kill_pgid(in->sandbox_id, (pid_t)in->pgid, sig, getppid(), &rep.pids, why,
+		                    sizeof(why));
+	else if (in->run_id[0]) {
+		struct run_result old;
+		if (runner_kill(in->sandbox_id, in->run_id) == 0) {
+			proto_strv_push(&rep.runs, in->run_id);
+		} else if (runner_is_live(in->run_id)) {
+			snprintf(why, sizeof(why), "run %s belongs to another sandbox", in->run_id);
+			r = -EPERM;
+		} else if (store_run_get(dispatch_L->db, in->sandbox_id, in->run_id, &old) == 0) {
+			run_result_clear(&old);
+			reply_err(ch, h->id, PERR_CONFLICT, "run %s has already ended", in->run_id);
+			return;
+		} else {
+			reply_err(ch, h->id, PERR_NOT_FOUND, "run %s: not found", in->run_id);
+			return;
+		}
+	} else {
+		size_t n = runner_kill_sandbox(in->sandbox_id, ids, PROTO_LIST_MAX);
+		for (size_t i = 0; i < n && i < PROTO_LIST_MAX; i++)
+			proto_strv_push(&rep.runs, ids[i]);
+	}
+	if (r == -EPERM)
+		reply_err(ch, h->id, PERR_FORBIDDEN, "%s", why);
+	else if (r < 0)
+		reply_err(ch, h->id, PERR_INTERNAL, "%s", why[0] ? why : strerror(-r));
+	else
+		proto_chan_send(ch, MSG_KILL_REP, h->id, &rep, -1);
+	proto_u32v_clear(&rep.pids);
+	proto_strv_clear(&rep.runs);
+}

@@ -106,6 +106,10 @@ enum run_stream { RUN_STDOUT = 1, RUN_STDERR = 2 };
 typedef void (*run_output_fn)(struct run *run, enum run_stream stream, const char *data,
                               size_t len, void *arg);
 
+struct run_result;
+/* A detached run's program was released: res holds its id and what is known so far. */
+typedef void (*run_started_fn)(const struct run_result *res, void *arg);
+
 struct run_request {
 	char sandbox_id[PROTO_ID_MAX + 1]; /* "" for EXEC = the default sandbox "shell" */
 	uint32_t language;                 /* enum proto_lang */
@@ -116,6 +120,8 @@ struct run_request {
 	bool is_exec;        /* the execShell entrance (POST /exec, sbx_exec) */
 	run_output_fn on_output; /* NULL = collect only */
 	void *on_output_arg;
+	run_started_fn on_started; /* detach: called once the program runs, before done */
+	void *on_started_arg;
 };
 
 struct run_result {
@@ -133,6 +139,7 @@ struct run_result {
 	struct proto_strv limits; /* "memory=cgroup-v1", ... */
 	char *note;
 	struct proto_strv refused; /* network refusals, "KIND PORT AT_MS HOST" (RUN_REP) */
+	bool running; /* a snapshot of a live run: no exit status yet, the output so far */
 };
 void run_result_clear(struct run_result *r);
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -242,6 +243,12 @@ int main(int argc, char **argv)
 	sig_int = evsignal_new(L.base, SIGINT, on_stop_signal, &L);
 	if (!sig_term || !sig_int || evsignal_add(sig_term, NULL) < 0 || evsignal_add(sig_int, NULL) < 0)
 		fatalx("installing the SIGTERM/SIGINT handlers");
+	/* what a run double-forks out of its groups becomes our child, not sbxd's or init's,
+	 * and is reaped by the runner's SIGCHLD handler */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		log_warn("PR_SET_CHILD_SUBREAPER");
+	if (runner_init(&L) < 0)
+		fatalx("installing the SIGCHLD handler");
 	if ((r = dispatch_start(&L, SBX_FD_PARENT, SBX_FD_PEER)) < 0)
 		fatalx("building the channels on fds %d and %d failed", SBX_FD_PARENT, SBX_FD_PEER);
 	caps_init(&L);

@@ -29,6 +29,7 @@
 #include "fence/cgroup.h"
 #include "log.h"
 #include "fence/netns_proxy.h"
+#include "netproc.h"
 #include "netrun.h"
 #include "registry.h"
 #include "sandbox.h"
@@ -151,6 +152,8 @@ struct run {
 	uint64_t started_ms;
 	run_output_fn on_output;
 	void *on_output_arg;
+	run_started_fn on_started;
+	void *on_started_arg;
 	run_done_fn done;
 	void *done_arg;
 	/* built ahead (RS_WARM until released) */
@@ -396,6 +399,52 @@ static void deadline_cb(evutil_socket_t fd, short what, void *arg) { runner_even
 static void grace_cb(evutil_socket_t fd, short what, void *arg) { runner_event(arg, RE_GRACE_EXPIRED); }
 static void drain_cb(evutil_socket_t fd, short what, void *arg) { runner_event(arg, RE_DRAIN_EXPIRED); }
 
+static struct launcher *runner_L;
+
+/* A child someone here waits for by its pid (a run's program, its pasta, sbx-net). */
+static bool pid_is_awaited(pid_t pid)
+{
+	struct run *r;
+	LIST_FOREACH(r, &runs, entry)
+		if ((r->pid == pid && !r->exited) || (r->net.pasta > 0 && r->net.pasta == pid))
+			return true;
+	return runner_L && runner_L->netproc && netproc_pid(runner_L->netproc) == pid;
+}
+
+/* The launcher is a child subreaper (main.c): what a run double-forks out of its group
+ * becomes our child when its parent dies, and its zombie is reaped here. Children waited
+ * for by pid elsewhere are left to their owners (the synchronous waits, such as the
+ * capability probes', never return to the loop with a zombie). */
+static void reap_orphans(void)
+{
+	char path[64], buf[8192];
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/children", (int)getpid());
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || (n = read(fd, buf, sizeof(buf) - 1)) <= 0)
+		return;
+	buf[n] = '\0';
+	for (char *p = buf, *end; *p; p = end) {
+		long pid = strtol(p, &end, 10);
+		char st[512];
+		_cleanup_close_ int sfd = -1;
+		ssize_t sn;
+		char *rp;
+		if (end == p)
+			break;
+		if (pid <= 1 || pid_is_awaited((pid_t)pid))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+		if ((sfd = open(path, O_RDONLY | O_CLOEXEC)) < 0 || (sn = read(sfd, st, sizeof(st) - 1)) <= 0)
+			continue;
+		st[sn] = '\0';
+		if ((rp = strrchr(st, ')')) && rp[1] == ' ' && rp[2] == 'Z' &&
+		    waitpid((pid_t)pid, NULL, WNOHANG) == (pid_t)pid)
+			log_debug("reaped orphan %ld", pid);
+	}
+}
+
 /* Reap only our own children: caps.c waits for its probe children by pid. */
 static void sigchld_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -411,6 +460,7 @@ static void sigchld_cb(evutil_socket_t fd, short what, void *arg)
 		r->status = st;
 		runner_event(r, RE_EXITED);
 	}
+	reap_orphans();
 }
 
 /* ---- the actions --------------------------------------------------------------------- */
@@ -870,6 +920,7 @@ out:
 
 int runner_init(struct launcher *L)
 {
+	runner_L = L;
 	if (sigchld_ev)
 		return 0;
 	sigchld_ev = evsignal_new(L->base, SIGCHLD, sigchld_cb, NULL);
@@ -1112,6 +1163,8 @@ static int warm_take(struct launcher *L, const struct run_request *req, struct s
 	w->done_arg = arg;
 	w->on_output = req->on_output;
 	w->on_output_arg = req->on_output_arg;
+	w->on_started = req->on_started;
+	w->on_started_arg = req->on_started_arg;
 	w->res.language = req->language;
 	w->res.entrance = req->entrance;
 	w->res.created_at = now_unix_s();
@@ -1120,6 +1173,8 @@ static int warm_take(struct launcher *L, const struct run_request *req, struct s
 	log_debug("run %s: given a jail built ahead", w->res.id);
 	w->started_ms = now_ms();
 	runner_event(w, RE_RELEASED);
+	if (w->on_started)
+		w->on_started(&w->res, w->on_started_arg);
 	return 0;
 }
 
@@ -1150,6 +1205,8 @@ int runner_start(struct launcher *L, const struct run_request *req, struct sandb
 	r->done_arg = arg;
 	r->on_output = req->on_output;
 	r->on_output_arg = req->on_output_arg;
+	r->on_started = req->on_started;
+	r->on_started_arg = req->on_started_arg;
 	r->timeout_ms = req->timeout_ms ? req->timeout_ms : r->sb.timeout_ms;
 	if (!r->timeout_ms)
 		r->timeout_ms = SBX_TIMEOUT_MS_DEFAULT;
@@ -1178,18 +1235,118 @@ int runner_start(struct launcher *L, const struct run_request *req, struct sandb
 		return 0;
 	}
 	runner_event(r, RE_SPAWNED);
+	if (r->on_started)
+		r->on_started(&r->res, r->on_started_arg);
 	return 0;
 }
 
-int runner_kill(const char *run_id)
+/* ---- live runs, seen from outside ------------------------------------------------- */
+
+static struct run *live_find(const char *sandbox_id, const char *run_id)
 {
 	struct run *r;
 	LIST_FOREACH(r, &runs, entry)
-		if (strcmp(r->res.id, run_id) == 0) {
-			runner_event(r, RE_KILL_REQUESTED);
-			return 0;
-		}
-	return -ENOENT;
+		if (!r->warm && strcmp(r->res.id, run_id) == 0 &&
+		    (!sandbox_id || strcmp(r->sb.id, sandbox_id) == 0))
+			return r;
+	return NULL;
+}
+
+bool runner_is_live(const char *run_id) { return run_id && live_find(NULL, run_id) != NULL; }
+
+bool runner_leader_alive(const char *run_id)
+{
+	struct run *r;
+	LIST_FOREACH(r, &runs, entry)
+		if (strcmp(r->res.id, run_id) == 0)
+			return !r->exited;
+	return false;
+}
+
+int runner_kill(const char *sandbox_id, const char *run_id)
+{
+	struct run *r = live_find(sandbox_id, run_id);
+	if (!r)
+		return -ENOENT;
+	runner_event(r, RE_KILL_REQUESTED);
+	return 0;
+}
+
+size_t runner_kill_sandbox(const char *sandbox_id, char (*ids)[PROTO_ID_MAX + 1], size_t max)
+{
+	struct run *r, *next;
+	size_t n = 0;
+	for (r = LIST_FIRST(&runs); r; r = next) {
+		next = LIST_NEXT(r, entry); /* a kill never completes a run synchronously */
+		if (r->warm || strcmp(r->sb.id, sandbox_id) != 0 || r->state == RS_DONE)
+			continue;
+		if (n < max)
+			snprintf(ids[n], sizeof(ids[n]), "%s", r->res.id);
+		n++;
+		runner_event(r, RE_KILL_REQUESTED);
+	}
+	return n;
+}
+
+static char *dup_bytes(const char *p, size_t n)
+{
+	char *d = malloc(n + 1);
+	if (d) {
+		if (n)
+			memcpy(d, p, n);
+		d[n] = '\0';
+	}
+	return d;
+}
+
+static int snapshot(const struct run *r, struct run_result *ret)
+{
+	const struct run_result *src = &r->res;
+	*ret = (struct run_result){ .language = src->language, .entrance = src->entrance,
+		                    .timed_out = src->timed_out, .created_at = src->created_at,
+		                    .isolation = src->isolation, .running = true };
+	snprintf(ret->id, sizeof(ret->id), "%s", src->id);
+	snprintf(ret->sandbox_id, sizeof(ret->sandbox_id), "%s", src->sandbox_id);
+	ret->duration_ms = r->started_ms ? now_ms() - r->started_ms : 0;
+	ret->out_len = r->out.cap.len;
+	ret->err_len = r->err.cap.len;
+	ret->out_truncated = r->out.cap.truncated;
+	ret->err_truncated = r->err.cap.truncated;
+	if (!(ret->out = dup_bytes(r->out.cap.buf, r->out.cap.len)) ||
+	    !(ret->err = dup_bytes(r->err.cap.buf, r->err.cap.len)) ||
+	    (src->note && !(ret->note = strdup(src->note))))
+		goto nomem;
+	for (uint32_t i = 0; i < src->limits.n; i++)
+		if (proto_strv_push(&ret->limits, src->limits.v[i]) < 0)
+			goto nomem;
+	return 0;
+nomem:
+	run_result_clear(ret);
+	return -ENOMEM;
+}
+
+int runner_snapshot(const char *sandbox_id, const char *run_id, struct run_result *ret)
+{
+	const struct run *r = live_find(sandbox_id, run_id);
+	return r ? snapshot(r, ret) : -ENOENT;
+}
+
+size_t runner_foreach_live(const char *sandbox_id, int (*fn)(const struct run_result *, void *),
+                           void *arg)
+{
+	struct run *r;
+	size_t n = 0;
+	LIST_FOREACH(r, &runs, entry) { /* inserted at the head: newest first */
+		struct run_result res;
+		if (r->warm || strcmp(r->sb.id, sandbox_id) != 0 || snapshot(r, &res) < 0)
+			continue;
+		n++;
+		int stop = fn(&res, arg);
+		run_result_clear(&res);
+		if (stop)
+			break;
+	}
+	return n;
 }
 
 void runner_kill_all(struct launcher *L)

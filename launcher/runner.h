@@ -80,8 +80,21 @@ int runner_init(struct launcher *L);
  * once, possibly before returning. note is what the result must say ("" = nothing). */
 int runner_start(struct launcher *L, const struct run_request *req, struct sandbox *sb,
                  enum isolation iso, const char *note, run_done_fn done, void *arg);
-/* Feed kill_requested to a live run. 0 or -ENOENT. */
-int runner_kill(const char *run_id);
+/* Feed kill_requested to a live run of sandbox_id (NULL: any). 0 or -ENOENT. */
+int runner_kill(const char *sandbox_id, const char *run_id);
+/* End every live run of a sandbox the same way; fills up to max run ids. Returns how many. */
+size_t runner_kill_sandbox(const char *sandbox_id, char (*ids)[PROTO_ID_MAX + 1], size_t max);
+/* A copy of a live run of sandbox_id as it stands (running = true, the output captured so
+ * far, no exit status). 0, -ENOENT (no such live run), -ENOMEM. run_result_clear() it. */
+int runner_snapshot(const char *sandbox_id, const char *run_id, struct run_result *ret);
+/* Snapshots of every live run of sandbox_id, newest first, through fn. Returns how many. */
+size_t runner_foreach_live(const char *sandbox_id, int (*fn)(const struct run_result *, void *),
+                           void *arg);
+/* Is run_id a live run given a program (not a jail built ahead and not yet used)? */
+bool runner_is_live(const char *run_id);
+/* Is run_id live (built ahead or not) with its first process not yet reaped? Only then are
+ * its group and session numbers surely its own. */
+bool runner_leader_alive(const char *run_id);
 
 /* Jails built ahead (on unless the launcher runs with --no-warm): after a bwrap run of a
  * sandbox, one single-use jail is prepared for its current settings, set up and blocked

@@ -21,8 +21,9 @@
 #ifndef SBX_PROTO_MSGS_H
 #define SBX_PROTO_MSGS_H
 
-#define PROTO_VERSION 5 /* 2: mounts travel as MNTV in the sandbox spec; 3: streams, run input by memfd;
-                          4: limits.diskMb, PERR_INSUFFICIENT_STORAGE; 5: proxy, run refusals */
+#define PROTO_VERSION 6 /* 2: mounts travel as MNTV in the sandbox spec; 3: streams, run input by memfd;
+                          4: limits.diskMb, PERR_INSUFFICIENT_STORAGE; 5: proxy, run refusals;
+                          6: detached runs, processes, kill */
 
 /* Limits, each a named constant with a test at and past it (tests/unit/test_proto.c). */
 #define PROTO_MSG_MAX    65536u /* whole packet, header included */
@@ -44,6 +45,8 @@
 #define PROTO_LIST_MAX   256u   /* entries of a STRV / U32V */
 #define PROTO_REFUSED_MAX 64u   /* network refusals reported per run */
 #define PROTO_TEXT_MAX   60000u /* profile text */
+#define PROTO_CMDLINE_MAX 1024u /* a process's command line as listed (longer ones are cut) */
+#define PROTO_NS_MAX      8u    /* namespace kinds a process may differ in */
 
 /* Streams (proto_stream.h): data larger than a packet, or data that arrives over time,
  * travels as numbered chunks of one stream; at most PROTO_STREAM_WINDOW chunks are in
@@ -187,7 +190,9 @@ enum proto_stream_chan {
 /* code and stdin_data travel inline when they fit one packet; otherwise both are "" and
  * the attached fd is a sealed memfd holding code_len bytes of code then stdin_len bytes of
  * stdin. stream != 0 asks for the output as STREAM_DATA chunks of that stream id (the
- * request's own id) while the run goes on; the RUN_REP still comes at the end. */
+ * request's own id) while the run goes on; the RUN_REP still comes at the end. detach: the
+ * RUN_REP (running) comes as soon as the program runs; the run keeps its deadline and
+ * limits, is recorded when it ends, and RUN_GET shows it meanwhile. */
 #define MSG_RUN_FIELDS(F, S)                                                                          \
 	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
 	F(S, ENUM, language, LANG_MAX_)                                                               \
@@ -197,7 +202,8 @@ enum proto_stream_chan {
 	F(S, U64, stdin_len, 0)                                                                       \
 	F(S, U32, timeout_ms, 0)                                                                      \
 	F(S, ENUM, entrance, ENTRANCE_MAX_)                                                           \
-	F(S, U32, stream, 0)
+	F(S, U32, stream, 0)                                                                          \
+	F(S, BOOL, detach, 0)
 /* sandbox_id "" = the default sandbox named "shell". */
 #define MSG_EXEC_FIELDS(F, S)                                                                         \
 	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
@@ -236,7 +242,8 @@ enum proto_stream_chan {
 	F(S, U64, created_at, 0)                                                                      \
 	F(S, STRV, limits, PROTO_LIST_MAX)                                                            \
 	F(S, STR, note, PROTO_STR_MAX)                                                                \
-	F(S, STRV, refused, PROTO_REFUSED_MAX)
+	F(S, STRV, refused, PROTO_REFUSED_MAX)                                                        \
+	F(S, BOOL, running, 0)
 
 #define MSG_MOUNT_ADD_FIELDS(F, S)                                                                    \
 	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
@@ -251,6 +258,43 @@ enum proto_stream_chan {
 	F(S, STRV, argv, PROTO_LIST_MAX)                                                              \
 	F(S, STR, text, PROTO_TEXT_MAX)                                                               \
 	F(S, STR, note, PROTO_STR_MAX)
+
+/* One live process of a sandbox (PS_REQ answers one per process, then LIST_END), read from
+ * /proc by the launcher: what the process actually got from the kernel. cpu and mem are
+ * per mille (of one CPU over its lifetime; of the machine's memory). seccomp: 0 off,
+ * 1 strict, 2 filter. namespaces: the kinds ("pid", "net", ...) that differ from sbxd's. */
+#define MSG_PROC_REP_FIELDS(F, S)                                                                     \
+	F(S, U32, pid, 0)                                                                             \
+	F(S, U32, ppid, 0)                                                                            \
+	F(S, U32, pgid, 0)                                                                            \
+	F(S, STR, run_id, PROTO_ID_MAX)                                                               \
+	F(S, U32, cpu_permille, 0)                                                                    \
+	F(S, U32, mem_permille, 0)                                                                    \
+	F(S, U64, rss_kb, 0)                                                                          \
+	F(S, U64, elapsed_ms, 0)                                                                      \
+	F(S, STR, comm, PROTO_NAME_MAX)                                                               \
+	F(S, STR, cmdline, PROTO_CMDLINE_MAX)                                                         \
+	F(S, U32, uid, 0)                                                                             \
+	F(S, U32, gid, 0)                                                                             \
+	F(S, BOOL, no_new_privs, 0)                                                                   \
+	F(S, U32, seccomp, 0)                                                                         \
+	F(S, STR, cap_eff, PROTO_NAME_MAX)                                                            \
+	F(S, STRV, namespaces, PROTO_NS_MAX)                                                          \
+	F(S, STR, cgroup, PROTO_STR_MAX)
+/* Signal processes of a sandbox: exactly one of pid, pgid, run_id, or all. signal 0 = the
+ * default (SIGTERM for pid and pgid; a run and all end by the run's own kill: SIGTERM,
+ * SIGKILL after the grace). Anything the engine did not start for that sandbox: FORBIDDEN. */
+#define MSG_KILL_FIELDS(F, S)                                                                         \
+	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
+	F(S, U32, pid, 0)                                                                             \
+	F(S, U32, pgid, 0)                                                                            \
+	F(S, STR, run_id, PROTO_ID_MAX)                                                               \
+	F(S, BOOL, all, 0)                                                                            \
+	F(S, U32, signal, 0)
+#define MSG_KILL_REP_FIELDS(F, S)                                                                     \
+	F(S, U32, signal, 0)                                                                          \
+	F(S, U32V, pids, PROTO_LIST_MAX)                                                              \
+	F(S, STRV, runs, PROTO_LIST_MAX)
 
 /* Streams. The opener picks the stream id (for a run's output: the id of the RUN request
  * that asked for it) and the ids are unique per channel while open. Chunks are numbered
@@ -307,6 +351,10 @@ enum proto_stream_chan {
 	X(MOUNT_DEL, 40, PROTO_FD_NONE, ROLE_API, MSG_MOUNT_DEL_FIELDS)                            \
 	X(PROFILE_GET, 42, PROTO_FD_NONE, ROLE_API, MSG_SBX_ID_FIELDS)                             \
 	X(PROFILE_REP, 43, PROTO_FD_NONE, ROLE_LAUNCHER, MSG_PROFILE_REP_FIELDS)                   \
+	X(PS_REQ, 44, PROTO_FD_NONE, ROLE_API, MSG_SBX_ID_FIELDS)                                  \
+	X(PROC_REP, 45, PROTO_FD_NONE, ROLE_LAUNCHER, MSG_PROC_REP_FIELDS)                         \
+	X(KILL, 46, PROTO_FD_NONE, ROLE_API, MSG_KILL_FIELDS)                                      \
+	X(KILL_REP, 47, PROTO_FD_NONE, ROLE_LAUNCHER, MSG_KILL_REP_FIELDS)                         \
 	X(STREAM_DATA, 60, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_API, MSG_STREAM_DATA_FIELDS)        \
 	X(STREAM_ACK, 62, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_API, MSG_STREAM_ACK_FIELDS)          \
 	X(STREAM_END, 64, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_API, MSG_STREAM_END_FIELDS)          \

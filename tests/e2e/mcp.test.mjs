@@ -200,6 +200,40 @@ test('sbx_create takes proxy.allow; a run reports the names it was refused', asy
   await state.client.callTool({ name: 'sbx_delete', arguments: { sandboxId: sc.id } });
 });
 
+test('sbx_run detach, sbx_ps lists it, sbx_kill refuses pid 1 and ends the run', async () => {
+  const sc = structured(await state.client.callTool({ name: 'sbx_create', arguments: { name: 'e2e-ps' } }), 'sbx_create');
+  const marker = `1000.${process.pid}${Date.now() % 100000}`;
+  const started = structured(await state.client.callTool({
+    name: 'sbx_run', arguments: { sandboxId: sc.id, code: `sleep ${marker}`, detach: true },
+  }), 'sbx_run detach');
+  assert.equal(started.status, 'running', JSON.stringify(started));
+  let found;
+  for (let i = 0; i < 50 && !found; i++) {
+    const ps = structured(await state.client.callTool({ name: 'sbx_ps', arguments: { sandboxId: sc.id } }), 'sbx_ps');
+    found = ps.processes.find((p) => p.command.includes(marker));
+    if (!found) await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.ok(found, 'the detached sleep is listed');
+  assert.equal(found.runId, started.id);
+  assert.equal(found.confinement.noNewPrivs, true);
+  const refused = await state.client.callTool({ name: 'sbx_kill', arguments: { sandboxId: sc.id, pid: 1 } });
+  assert.ok(refused.isError, 'killing pid 1 is a tool error');
+  assert.match(errorMessage(refused, 'sbx_kill pid 1'), /pid 1/);
+  const killed = structured(await state.client.callTool({
+    name: 'sbx_kill', arguments: { sandboxId: sc.id, run: started.id },
+  }), 'sbx_kill');
+  assert.deepEqual(killed.runs, [started.id]);
+  let run;
+  for (let i = 0; i < 50; i++) {
+    const runs = structured(await state.client.callTool({ name: 'sbx_runs', arguments: { sandboxId: sc.id } }), 'sbx_runs');
+    run = runs.runs.find((r) => r.id === started.id);
+    if (run?.status === 'done') break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.equal(run?.status, 'done', JSON.stringify(run));
+  await state.client.callTool({ name: 'sbx_delete', arguments: { sandboxId: sc.id } });
+});
+
 test('sbx_run with a progressToken streams the output before the program ends', async () => {
   const created = structured(await state.client.callTool({ name: 'sbx_create', arguments: { name: 'e2e-stream' } }), 'sbx_create');
   assert.equal(typeof created.workdir, 'string');

@@ -31,6 +31,8 @@ static const struct route {
 	{ "GET", "/sandboxes/{id}/runs", "sbx_runs", "/sandboxes/sbx_nosuch/runs", NULL },
 	{ "GET", "/sandboxes/{id}/runs/{runId}", NULL, "/sandboxes/sbx_nosuch/runs/run_nosuch", NULL },
 	{ "GET", "/sandboxes/{id}/profile", NULL, "/sandboxes/sbx_nosuch/profile", NULL },
+	{ "GET", "/sandboxes/{id}/processes", "sbx_ps", "/sandboxes/sbx_nosuch/processes", NULL },
+	{ "POST", "/sandboxes/{id}/kill", "sbx_kill", "/sandboxes/sbx_nosuch/kill", "{}" },
 	{ "GET", "/sandboxes/{id}/mounts", NULL, "/sandboxes/sbx_nosuch/mounts", NULL },
 	{ "POST", "/sandboxes/{id}/mounts", "sbx_mount", "/sandboxes/sbx_nosuch/mounts", "{}" },
 	{ "DELETE", "/sandboxes/{id}/mounts", "sbx_unmount", "/sandboxes/sbx_nosuch/mounts?target=x", NULL },
