@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "conn.h"
+#include "http.h"
 #include "json.h"
 #include "sse.h"
 #include "stubs.h"
@@ -21,6 +22,7 @@ struct call {
 	char *token;     /* a streamed answer was asked for (see call_start) */
 	uint32_t stream; /* the launcher's stream, once output arrived */
 	bool sse;        /* events have been sent: the answer is an event stream now */
+	struct op_raw raw; /* a REST answer of raw bytes (OPF_RAW_REPLY) */
 	uint64_t progress;
 };
 
@@ -97,6 +99,8 @@ static void call_done(void *arg, int status, char *body, size_t len)
 			if (doc)
 				sse_send(c, name, doc, dlen, NULL);
 			sse_end(c->req);
+		} else if (c->raw.used && status < 300) {
+			http_reply_raw(c->req, status, body, len, &c->raw);
 		} else {
 			c->door->answer(c->req, c->rpc_id, status, body, len);
 		}
@@ -139,5 +143,7 @@ void call_start(struct evhttp_request *req, const struct op_row *row, const stru
 	c->door = door;
 	conn_wait(req, call_conn_closed, c);
 	sa.chunk = stream_token ? call_chunk : NULL;
+	/* REST alone answers a file's bytes raw; MCP gets the JSON document */
+	sa.raw_out = (row->flags & OPF_RAW_REPLY) && !rpc_id ? &c->raw : NULL;
 	op_start(row, &sa, call_done, c);
 }

@@ -117,11 +117,13 @@ static bool token_ok(const char *auth)
 	return diff == 0;
 }
 
-static bool content_type_json(const char *ct)
+static bool content_type_is(const char *ct, const char *want)
 {
-	return ct && strncasecmp(ct, "application/json", 16) == 0 &&
-	       (ct[16] == '\0' || ct[16] == ';' || ct[16] == ' ');
+	size_t n = strlen(want);
+	return ct && strncasecmp(ct, want, n) == 0 && (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
 }
+
+static bool content_type_json(const char *ct) { return content_type_is(ct, "application/json"); }
 
 /* Shared by REST and MCP: 0 = go on, else the request has been answered. */
 int http_guard(struct evhttp_request *req)
@@ -143,9 +145,13 @@ int http_guard(struct evhttp_request *req)
 		                  "missing or wrong bearer token (see api.token in the data dir)");
 		return -1;
 	}
-	/* a browser's cross-site "simple" POST cannot carry application/json */
+	/* a browser's cross-site "simple" POST cannot carry application/json; raw bytes are
+	 * taken by PUT only, which no cross-site form can send without a preflight we never
+	 * answer */
 	if (evbuffer_get_length(body) > 0 &&
-	    !content_type_json(evhttp_find_header(in, "Content-Type"))) {
+	    !content_type_json(evhttp_find_header(in, "Content-Type")) &&
+	    !(evhttp_request_get_command(req) == EVHTTP_REQ_PUT &&
+	      content_type_is(evhttp_find_header(in, "Content-Type"), "application/octet-stream"))) {
 		http_error_status(req, 415, "invalid_argument", "the body must be application/json");
 		return -1;
 	}
@@ -154,7 +160,7 @@ int http_guard(struct evhttp_request *req)
 
 /* The one body reader of both doors. Absent = NULL. 0, -EMSGSIZE (too large), -EINVAL
  * (not JSON, or nested too deep; why says which) or -ENOMEM; nothing is answered. */
-int http_body_json(struct evhttp_request *req, yajl_val *ret, char *why, size_t whysz)
+int http_body_json(struct evhttp_request *req, size_t max, yajl_val *ret, char *why, size_t whysz)
 {
 	struct evbuffer *b = evhttp_request_get_input_buffer(req);
 	size_t len = evbuffer_get_length(b);
@@ -164,8 +170,8 @@ int http_body_json(struct evhttp_request *req, yajl_val *ret, char *why, size_t 
 	why[0] = '\0';
 	if (len == 0)
 		return 0;
-	if (len > JSON_BODY_MAX) {
-		snprintf(why, whysz, "the body is too large");
+	if (len > max) {
+		snprintf(why, whysz, "the body is too large (at most %zu bytes)", max);
 		return -EMSGSIZE;
 	}
 	if (!(buf = malloc(len + 1))) {
@@ -203,6 +209,72 @@ static int query_param(struct evhttp_request *req, const char *name, char *buf, 
 {
 	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
 	return http_query_value(u ? evhttp_uri_get_query(u) : NULL, name, buf, bufsz);
+}
+
+void http_reply_raw(struct evhttp_request *req, int status, const char *body, size_t len,
+                    const struct op_raw *raw)
+{
+	struct evbuffer *b = evbuffer_new();
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+	char cr[96];
+	evhttp_add_header(h, "Content-Type", "application/octet-stream");
+	evhttp_add_header(h, "Cache-Control", "no-store");
+	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
+	evhttp_add_header(h, "Accept-Ranges", "bytes");
+	if (raw->partial) {
+		snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)raw->offset,
+		         (unsigned long long)(raw->offset + (raw->length ? raw->length - 1 : 0)),
+		         (unsigned long long)raw->total);
+		evhttp_add_header(h, "Content-Range", cr);
+	}
+	if (b && body)
+		evbuffer_add(b, body, len);
+	evhttp_send_reply(req, status, NULL, b);
+	if (b)
+		evbuffer_free(b);
+}
+
+/* OPF_QUERY_ARGS: the query parameters the row names, as the arguments object MCP would
+ * send ("true"/"false" for the flags). */
+static int query_args(struct evhttp_request *req, const struct op_row *row, yajl_val *ret,
+                      char *why, size_t whysz)
+{
+	char qv[PROTO_STR_MAX + 1];
+	yajl_gen g = json_gen_new();
+	_cleanup_free_ char *doc = NULL;
+	size_t len = 0;
+	int r = 0;
+
+	yajl_gen_map_open(g);
+	for (const char *q = row->query; q && *q && r == 0;) {
+		size_t n = strcspn(q, ",");
+		char name[32];
+		snprintf(name, sizeof(name), "%.*s", (int)n, q);
+		q += n + (q[n] == ',');
+		if ((r = query_param(req, name, qv, sizeof(qv))) == -ENOENT) {
+			r = 0;
+			continue;
+		}
+		if (r < 0) {
+			snprintf(why, whysz, "%s: at most %u bytes", name, PROTO_STR_MAX);
+			break;
+		}
+		json_gen_key(g, name);
+		if (strcmp(name, "path") != 0 && (strcmp(qv, "true") == 0 || strcmp(qv, "1") == 0))
+			yajl_gen_bool(g, 1);
+		else if (strcmp(name, "path") != 0 && (strcmp(qv, "false") == 0 || strcmp(qv, "0") == 0))
+			yajl_gen_bool(g, 0);
+		else
+			json_gen_str(g, qv);
+	}
+	yajl_gen_map_close(g);
+	doc = json_gen_dup(g, &len);
+	yajl_gen_free(g);
+	if (r < 0)
+		return -EINVAL;
+	if (!doc)
+		return -ENOMEM;
+	return json_parse(doc, len, ret, why, whysz);
 }
 
 static void rest_answer(struct evhttp_request *req, const char *rpc_id, int status,
@@ -262,7 +334,8 @@ static void rest_cb(struct evhttp_request *req, char *path)
 		http_error(req, PERR_NOT_FOUND, "no such route");
 		return;
 	}
-	if (row->query && (r = query_param(req, row->query, qv, sizeof(qv))) != -ENOENT) {
+	if (row->query && !(row->flags & OPF_QUERY_ARGS) &&
+	    (r = query_param(req, row->query, qv, sizeof(qv))) != -ENOENT) {
 		if (r < 0) {
 			snprintf(why, sizeof(why), "%s: at most %u bytes", row->query, PROTO_STR_MAX);
 			http_error(req, PERR_INVALID_ARGUMENT, why);
@@ -270,12 +343,36 @@ static void rest_cb(struct evhttp_request *req, char *path)
 		}
 		a.query = qv;
 	}
-	if ((r = http_body_json(req, &body, why, sizeof(why))) < 0) {
+	if (row->flags & OPF_RAW_BODY) {
+		struct evbuffer *in = evhttp_request_get_input_buffer(req);
+		size_t len = evbuffer_get_length(in);
+		if (len > PROTO_FILE_MAX) {
+			snprintf(why, sizeof(why), "the body is too large (at most %u bytes)", PROTO_FILE_MAX);
+			http_error(req, PERR_PAYLOAD_TOO_LARGE, why);
+			return;
+		}
+		a.raw = len ? (const char *)evbuffer_pullup(in, -1) : "";
+		a.raw_len = len;
+		if (!a.raw) {
+			http_error(req, PERR_INTERNAL, "out of memory");
+			return;
+		}
+	} else if ((row->flags & OPF_QUERY_ARGS) &&
+	           evbuffer_get_length(evhttp_request_get_input_buffer(req)) > 0) {
+		http_error(req, PERR_INVALID_ARGUMENT, "this route takes its arguments in the query");
+		return;
+	} else if ((r = http_body_json(req, JSON_BODY_MAX, &body, why, sizeof(why))) < 0) {
 		http_error(req, r == -EMSGSIZE ? PERR_PAYLOAD_TOO_LARGE
 		                : r == -ENOMEM ? PERR_INTERNAL : PERR_INVALID_ARGUMENT,
 		           why);
 		return;
 	}
+	if ((row->flags & OPF_QUERY_ARGS) && (r = query_args(req, row, &body, why, sizeof(why))) < 0) {
+		http_error(req, r == -ENOMEM ? PERR_INTERNAL : PERR_INVALID_ARGUMENT, why);
+		return;
+	}
+	if (row->flags & OPF_RAW_REPLY)
+		a.range = evhttp_find_header(evhttp_request_get_input_headers(req), "Range");
 	a.body = body;
 	call_start(req, row, &a, &rest_door, NULL, sse_wanted(req) ? "" : NULL);
 	yajl_tree_free(body);
@@ -348,7 +445,7 @@ int http_start(struct api *A, const char *host, uint16_t port)
 	 * per connection by conn.c. Every method reaches gen_cb, which answers the ones no
 	 * route takes (405, JSON) rather than libevent (501, HTML). */
 	evhttp_set_max_headers_size(A->http, HTTP_HEADERS_MAX);
-	evhttp_set_max_body_size(A->http, JSON_BODY_MAX);
+	evhttp_set_max_body_size(A->http, HTTP_BODY_MAX);
 	evhttp_set_allowed_methods(A->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
 	                                        EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
 	                                        EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |

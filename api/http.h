@@ -13,6 +13,10 @@ struct api;
 
 #define HTTP_WHY_MAX 256 /* a reason in an error document */
 #define HTTP_PATH_MAX 1024 /* bytes of a request's path before decoding */
+/* The largest body evhttp reads (evhttp_set_max_body_size): a file written whole over
+ * REST (PROTO_FILE_MAX) or over MCP as base64 (4/3 of it) with room for the JSON around
+ * it. REST JSON bodies stay under JSON_BODY_MAX. */
+#define HTTP_BODY_MAX ((PROTO_FILE_MAX / 3 + 1) * 4 + (64u << 10))
 
 int http_start(struct api *A, const char *host, uint16_t port);
 void http_reply(struct evhttp_request *req, int status, const char *body, size_t len);
@@ -20,7 +24,11 @@ void http_error(struct evhttp_request *req, enum proto_err e, const char *msg);
 int http_guard(struct evhttp_request *req);
 /* The one body reader of both doors: absent = NULL; 0, -EMSGSIZE, -EINVAL or -ENOMEM with
  * why saying what is wrong. It answers nothing: each door words its own refusal. */
-int http_body_json(struct evhttp_request *req, yajl_val *ret, char *why, size_t whysz);
+int http_body_json(struct evhttp_request *req, size_t max, yajl_val *ret, char *why, size_t whysz);
+/* Bytes (a file) as the answer: 200, or 206 with Content-Range for a range. */
+struct op_raw;
+void http_reply_raw(struct evhttp_request *req, int status, const char *body, size_t len,
+                    const struct op_raw *raw);
 
 /* The path of a request target, percent-decoded (malloc'd, the caller frees): 0, -EINVAL
  * (not a URI, a path longer than HTTP_PATH_MAX, or a %00 inside), -ENOMEM. */

@@ -757,6 +757,9 @@ int json_parse_policy(yajl_val obj, struct msg_POLICY_SET *inout, char *errmsg, 
 
 /* ---- reply serializers --------------------------------------------------------- */
 
+static void gen_time(yajl_gen g, const char *k, uint64_t t);
+void json_gen_ktime(yajl_gen g, const char *k, uint64_t t) { gen_time(g, k, t); }
+
 static void gen_time(yajl_gen g, const char *k, uint64_t t)
 {
 	char buf[32];
@@ -1115,5 +1118,72 @@ int json_parse_kill(yajl_val obj, struct msg_KILL *out, char *errmsg, size_t err
 		return 0;
 all:
 	out->all = true;
+	return 0;
+}
+
+bool json_utf8_valid(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	for (size_t i = 0; i < len;) {
+		size_t k = utf8_seq(p + i, len - i);
+		if (k == 0 || p[i] == 0)
+			return false;
+		i += k;
+	}
+	return true;
+}
+
+static const char b64_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *json_base64_encode(const char *s, size_t len, size_t *ret_len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = (len + 2) / 3 * 4, o = 0;
+	char *out = malloc(n + 1);
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < len ? (uint32_t)p[i + 1] << 8 : 0) |
+		             (i + 2 < len ? p[i + 2] : 0);
+		out[o++] = b64_chars[(v >> 18) & 63];
+		out[o++] = b64_chars[(v >> 12) & 63];
+		out[o++] = i + 1 < len ? b64_chars[(v >> 6) & 63] : '=';
+		out[o++] = i + 2 < len ? b64_chars[v & 63] : '=';
+	}
+	out[o] = '\0';
+	*ret_len = o;
+	return out;
+}
+
+int json_base64_decode(const char *s, size_t len, char **ret, size_t *ret_len)
+{
+	unsigned char *out;
+	size_t o = 0;
+	uint32_t acc = 0;
+	int bits = 0, pad = 0;
+	if (len % 4)
+		return -EINVAL;
+	if (!(out = malloc(len / 4 * 3 + 1)))
+		return -ENOMEM;
+	for (size_t i = 0; i < len; i++) {
+		const char *c = s[i] ? strchr(b64_chars, s[i]) : NULL;
+		if (s[i] == '=' && (i == len - 1 || (i == len - 2 && s[len - 1] == '='))) {
+			pad++; /* only the last one or two */
+			continue;
+		}
+		if (!c || pad) {
+			free(out);
+			return -EINVAL;
+		}
+		acc = acc << 6 | (uint32_t)(c - b64_chars);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[o++] = (unsigned char)(acc >> bits);
+		}
+	}
+	out[o] = '\0';
+	*ret = (char *)out;
+	*ret_len = o;
 	return 0;
 }

@@ -36,6 +36,8 @@ void json_gen_kstr(yajl_gen g, const char *k, const char *v);
 void json_gen_kbool(yajl_gen g, const char *k, bool v);
 void json_gen_kint(yajl_gen g, const char *k, long long v);
 void json_gen_knull(yajl_gen g, const char *k);
+/* t (Unix seconds) as an RFC 3339 UTC string. */
+void json_gen_ktime(yajl_gen g, const char *k, uint64_t t);
 yajl_gen json_gen_new(void);
 /* Copy the generated document out (malloc'd, NUL-terminated). */
 char *json_gen_dup(yajl_gen g, size_t *ret_len);
@@ -70,6 +72,11 @@ void json_gen_proc(yajl_gen g, const struct msg_PROC_REP *p);
 /* The answer of a kill: the signal's name, the pids signalled, the runs ended. */
 void json_gen_kill(yajl_gen g, const struct msg_KILL_REP *k, const char *signame);
 const char *json_signal_name(int sig);
+/* Whole, valid UTF-8 without NUL bytes. */
+bool json_utf8_valid(const char *s, size_t len);
+/* Standard base64 with padding; decode refuses anything else (-EINVAL). malloc'd. */
+char *json_base64_encode(const char *s, size_t len, size_t *ret_len);
+int json_base64_decode(const char *s, size_t len, char **ret, size_t *ret_len);
 /* The kill body: one of pid, pgid, run (or none: all), and a signal with pid or pgid.
  * The caller clears out with proto_msg_clear(MSG_KILL) on every path. */
 int json_parse_kill(yajl_val obj, struct msg_KILL *out, char *errmsg, size_t errlen);

@@ -441,7 +441,7 @@ void mcp_handle(struct evhttp_request *req)
 		rpc_error(req, 400, NULL, -32700, "empty body");
 		return;
 	}
-	if ((r = http_body_json(req, &body, why, sizeof(why))) < 0) {
+	if ((r = http_body_json(req, HTTP_BODY_MAX, &body, why, sizeof(why))) < 0) {
 		if (r == -ENOMEM)
 			rpc_error(req, 500, NULL, -32603, why);
 		else

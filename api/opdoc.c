@@ -112,17 +112,39 @@ static void put_operation(struct evbuffer *b, const struct op_row *r)
 	for (int i = 0; i < n; i++)
 		evbuffer_add_printf(b, "%s{\"name\":\"%s\",\"in\":\"path\",\"required\":true,\"schema\":" S_STR "}",
 		                    i ? "," : "", params[i]->name);
-	if (r->query)
-		evbuffer_add_printf(b, "%s{\"name\":\"%s\",\"in\":\"query\",\"required\":false,\"schema\":" S_STR "}",
-		                    n > 0 ? "," : "", r->query);
+	for (const char *q = r->query; q && *q;) {
+		size_t len = strcspn(q, ",");
+		bool flag = (len == 7 && strncmp(q, "parents", 7) == 0) ||
+		            (len == 9 && strncmp(q, "recursive", 9) == 0);
+		bool req = (r->flags & OPF_QUERY_ARGS) && len == 4 && strncmp(q, "path", 4) == 0 &&
+		           r->body_required;
+		evbuffer_add_printf(b, "%s{\"name\":\"%.*s\",\"in\":\"query\",\"required\":%s,\"schema\":%s}",
+		                    n > 0 || q != r->query ? "," : "", (int)len, q, req ? "true" : "false",
+		                    flag ? S_BOOL : S_STR);
+		q += len + (q[len] == ',');
+	}
+	if (r->flags & OPF_RAW_REPLY) /* the one header REST reads besides the usual */
+		evbuffer_add_printf(b, ",{\"name\":\"Range\",\"in\":\"header\",\"required\":false,\"schema\":" S_STR "}");
 	evbuffer_add_printf(b, "]");
-	if (r->body_props) {
+	if (r->flags & OPF_RAW_BODY) {
+		evbuffer_add_printf(b, ",\"requestBody\":{\"required\":true,\"content\":{\"application/octet-stream\":"
+		                       "{\"schema\":{\"type\":\"string\",\"format\":\"binary\"}}}}");
+	} else if (r->body_props && !(r->flags & OPF_QUERY_ARGS)) {
 		/* a route that also reads a query parameter can do without its body */
 		evbuffer_add_printf(b, ",\"requestBody\":{\"required\":%s,\"content\":{\"application/json\":{\"schema\":",
 		                    r->body_required && !r->query ? "true" : "false");
 		put_input_schema(b, r, false);
 		evbuffer_add_printf(b, "}}}");
 	}
+	if (r->flags & OPF_RAW_REPLY)
+		evbuffer_add_printf(b, ",\"responses\":{\"%d\":{\"description\":\"the bytes\",\"content\":"
+		                       "{\"application/octet-stream\":{\"schema\":{\"type\":\"string\",\"format\":\"binary\"}}}},"
+		                       "\"206\":{\"description\":\"the range asked for (Content-Range)\",\"content\":"
+		                       "{\"application/octet-stream\":{\"schema\":{\"type\":\"string\",\"format\":\"binary\"}}}},"
+		                       "\"default\":{\"description\":\"an error (DESIGN.md 7)\",\"content\":"
+		                       "{\"application/json\":{\"schema\":{\"$ref\":\"#/components/schemas/Error\"}}}}}}",
+		                    r->status);
+	else
 	evbuffer_add_printf(b, ",\"responses\":{\"%d\":{\"description\":\"success\",\"content\":"
 	                       "{\"application/json\":{\"schema\":%s}}},"
 	                       "\"default\":{\"description\":\"an error (DESIGN.md 7)\",\"content\":"

@@ -36,7 +36,14 @@ struct op {
 	uint64_t sent[2];
 	char carry[2][4];
 	size_t ncarry[2];
+	/* a file operation */
+	uint32_t fop;
+	int enc;               /* READ over MCP: ENC_AUTO, ENC_TEXT, ENC_BASE64 */
+	bool ranged;           /* READ: a range was asked for */
+	struct op_raw *raw_out; /* READ over REST: the answer is the bytes */
 };
+
+enum { ENC_AUTO = 0, ENC_TEXT, ENC_BASE64 };
 
 static void op_finish(struct op *o, int status, char *body, size_t len)
 {
@@ -520,6 +527,291 @@ static int start_exec(struct op *o, const struct op_args *a, char *why, size_t w
 	return r;
 }
 
+/* ---- files ------------------------------------------------------------------------------ */
+
+static void gen_file_entry(yajl_gen g, const char *name, const char *type, uint64_t size,
+                           uint32_t mode, uint64_t mtime)
+{
+	char m[8];
+	json_gen_kstr(g, "name", name);
+	json_gen_kstr(g, "type", type);
+	json_gen_kint(g, "size", (long long)size);
+	snprintf(m, sizeof(m), "%04o", mode & 07777);
+	json_gen_kstr(g, "mode", m);
+	json_gen_ktime(g, "mtime", mtime);
+}
+
+/* LIST records: "T SIZE MODE MTIME NAME\0" (proto_msgs.h FILE_REP). */
+static void gen_listing(yajl_gen g, const char *buf, size_t len, uint32_t count)
+{
+	static const struct { char t; const char *name; } types[] = {
+		{ 'f', "file" }, { 'd', "dir" }, { 'l', "symlink" }, { 'o', "other" } };
+	size_t seen = 0;
+	json_gen_key(g, "entries");
+	yajl_gen_array_open(g);
+	for (size_t off = 0; buf && off < len && seen < count;) {
+		const char *rec = buf + off, *end = memchr(rec, '\0', len - off);
+		char t;
+		unsigned long long size, mtime;
+		unsigned mode;
+		int name_at = 0;
+		if (!end)
+			break;
+		off = (size_t)(end - buf) + 1;
+		if (sscanf(rec, "%c %llu %o %llu %n", &t, &size, &mode, &mtime, &name_at) < 4 || !name_at)
+			continue;
+		for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+			if (types[i].t == t) {
+				yajl_gen_map_open(g);
+				gen_file_entry(g, rec + name_at, types[i].name, size, mode, mtime);
+				yajl_gen_map_close(g);
+				seen++;
+			}
+	}
+	yajl_gen_array_close(g);
+	json_gen_kint(g, "count", (long long)seen);
+}
+
+static void on_file(const struct stub_reply *rep, void *arg)
+{
+	struct op *o = arg;
+	const struct msg_FILE_REP *f = rep->msg;
+	yajl_gen g;
+	int status = o->row->status;
+
+	if (rep->type != MSG_FILE_REP) {
+		op_fail(o, rep->type == MSG_ERROR ? rep->err : PERR_INTERNAL,
+		        rep->type == MSG_ERROR ? rep->message : "unexpected reply from the launcher");
+		return;
+	}
+	if (o->fop == FOP_READ && o->ranged && f->offset >= f->total && f->total > 0) {
+		char why[96];
+		size_t len = 0;
+		char *doc;
+		snprintf(why, sizeof(why), "the range starts past the end (the file is %llu bytes)",
+		         (unsigned long long)f->total);
+		doc = json_error_doc(PERR_INVALID_ARGUMENT, why, &len);
+		op_finish(o, 416, doc, len);
+		return;
+	}
+	if (o->fop == FOP_READ && o->raw_out) {
+		char *bytes = malloc(rep->out_len + 1);
+		if (!bytes) {
+			op_fail(o, PERR_INTERNAL, "out of memory");
+			return;
+		}
+		memcpy(bytes, rep->out ? rep->out : "", rep->out_len);
+		*o->raw_out = (struct op_raw){ .used = true, .partial = o->ranged, .offset = f->offset,
+			                       .length = rep->out_len, .total = f->total };
+		op_finish(o, o->ranged ? 206 : 200, bytes, rep->out_len);
+		return;
+	}
+	g = json_gen_new();
+	yajl_gen_map_open(g);
+	json_gen_kstr(g, "path", f->path);
+	if (o->fop == FOP_LIST) {
+		gen_listing(g, rep->out, rep->out_len, f->count);
+		json_gen_kbool(g, "truncated", f->truncated);
+	} else if (o->fop == FOP_READ) {
+		bool text = o->enc == ENC_TEXT || (o->enc == ENC_AUTO && json_utf8_valid(rep->out, rep->out_len));
+		if (o->enc == ENC_TEXT && !json_utf8_valid(rep->out, rep->out_len)) {
+			yajl_gen_free(g);
+			op_fail(o, PERR_INVALID_ARGUMENT, "the bytes are not UTF-8 text: read with encoding \"base64\"");
+			return;
+		}
+		json_gen_kint(g, "size", (long long)f->total);
+		json_gen_kint(g, "offset", (long long)f->offset);
+		json_gen_kint(g, "length", (long long)rep->out_len);
+		json_gen_kstr(g, "encoding", text ? "text" : "base64");
+		json_gen_key(g, "content");
+		if (text) {
+			json_gen_bytes(g, rep->out ? rep->out : "", rep->out_len);
+		} else {
+			size_t blen = 0;
+			_cleanup_free_ char *b = json_base64_encode(rep->out ? rep->out : "", rep->out_len, &blen);
+			json_gen_bytes(g, b ? b : "", b ? blen : 0);
+		}
+	} else {
+		const char *slash = strrchr(f->path, '/');
+		gen_file_entry(g, slash && slash[1] ? slash + 1 : f->path, f->type, f->total, f->mode, f->mtime);
+		if (o->fop == FOP_WRITE)
+			json_gen_kint(g, "written", (long long)f->length);
+		if (o->fop == FOP_DELETE)
+			json_gen_kbool(g, "deleted", true);
+	}
+	yajl_gen_map_close(g);
+	op_gen_done(o, status, g);
+	yajl_gen_free(g);
+}
+
+/* The arguments a file route takes: path and the names in `more`; anything else refused. */
+static int file_args(const struct op_args *a, const char *const *more, bool need_path,
+                     struct msg_FILE_OP *m, char *why, size_t whysz)
+{
+	const char *path = "";
+	yajl_val b = a->body;
+	if (b && !YAJL_IS_OBJECT(b)) {
+		snprintf(why, whysz, "the arguments must be an object");
+		return -EINVAL;
+	}
+	for (size_t i = 0; b && i < b->u.object.len; i++) {
+		const char *k = b->u.object.keys[i];
+		bool ok = strcmp(k, "path") == 0 || strcmp(k, "sandboxId") == 0;
+		for (size_t j = 0; more[j] && !ok; j++)
+			ok = strcmp(k, more[j]) == 0;
+		if (!ok) {
+			snprintf(why, whysz, "%s: unknown argument", k);
+			return -EINVAL;
+		}
+	}
+	if (b && json_get_str(b, "path", &path) == -EINVAL) {
+		snprintf(why, whysz, "path: must be a string");
+		return -EINVAL;
+	}
+	if (strlen(path) > PROTO_STR_MAX || (need_path && !*path)) {
+		snprintf(why, whysz, "path: required, at most %u bytes", PROTO_STR_MAX);
+		return -EINVAL;
+	}
+	if (b && (json_get_bool(b, "parents", &m->parents) == -EINVAL ||
+	          json_get_bool(b, "recursive", &m->recursive) == -EINVAL)) {
+		snprintf(why, whysz, "parents and recursive: booleans");
+		return -EINVAL;
+	}
+	m->sandbox_id = (char *)a->id;
+	m->path = (char *)path;
+	return 0;
+}
+
+static int start_file_common(struct op *o, const struct op_args *a, uint32_t fop,
+                             const char *const *more, char *why, size_t whysz)
+{
+	struct msg_FILE_OP m = { .op = fop };
+	int r;
+	if ((r = file_args(a, more, fop != FOP_LIST, &m, why, whysz)) < 0)
+		return r;
+	o->fop = fop;
+	return stub_file_op(&m, NULL, 0, on_file, o);
+}
+
+static int start_files_list(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	static const char *const more[] = { NULL };
+	return start_file_common(o, a, FOP_LIST, more, why, whysz);
+}
+
+static int start_file_delete(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	static const char *const more[] = { "recursive", NULL };
+	return start_file_common(o, a, FOP_DELETE, more, why, whysz);
+}
+
+static int start_mkdir(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	static const char *const more[] = { "parents", NULL };
+	return start_file_common(o, a, FOP_MKDIR, more, why, whysz);
+}
+
+/* "bytes=S-E", "bytes=S-" or "bytes=-N" (one range only). */
+static int parse_range(const char *h, struct msg_FILE_OP *m)
+{
+	unsigned long long a = 0, b = 0;
+	int n = 0;
+	if (strncmp(h, "bytes=", 6) != 0 || strchr(h, ','))
+		return -EINVAL;
+	h += 6;
+	if (h[0] == '-') {
+		if (sscanf(h + 1, "%llu%n", &a, &n) != 1 || h[1 + n] || a == 0)
+			return -EINVAL;
+		m->suffix = a;
+		return 0;
+	}
+	if (sscanf(h, "%llu-%n", &a, &n) != 1 || !n)
+		return -EINVAL;
+	m->offset = a;
+	if (!h[n]) {
+		m->length = UINT64_MAX; /* to the end, as much as one read carries */
+		return 0;
+	}
+	if (sscanf(h + n, "%llu%n", &b, &n) != 1 || b < a)
+		return -EINVAL;
+	m->length = b - a + 1;
+	return 0;
+}
+
+static int start_file_read(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	static const char *const more[] = { "offset", "length", "encoding", NULL };
+	struct msg_FILE_OP m = { .op = FOP_READ };
+	const char *enc = NULL;
+	int r;
+	if ((r = file_args(a, more, true, &m, why, whysz)) < 0)
+		return r;
+	if (a->body && (json_get_u64(a->body, "offset", &m.offset) == -EINVAL ||
+	                json_get_u64(a->body, "length", &m.length) == -EINVAL)) {
+		snprintf(why, whysz, "offset and length: non-negative integers");
+		return -EINVAL;
+	}
+	if (a->body && json_get_str(a->body, "encoding", &enc) == -EINVAL) {
+		snprintf(why, whysz, "encoding: \"text\" or \"base64\"");
+		return -EINVAL;
+	}
+	o->enc = !enc ? ENC_AUTO : strcmp(enc, "text") == 0 ? ENC_TEXT : strcmp(enc, "base64") == 0 ? ENC_BASE64 : -1;
+	if (o->enc < 0) {
+		snprintf(why, whysz, "encoding: \"text\" or \"base64\"");
+		return -EINVAL;
+	}
+	if (a->range && parse_range(a->range, &m) < 0) {
+		snprintf(why, whysz, "Range: one range, bytes=START-END, bytes=START- or bytes=-N");
+		return -EINVAL;
+	}
+	o->ranged = a->range || m.offset || m.length;
+	o->raw_out = a->raw_out;
+	o->fop = FOP_READ;
+	return stub_file_op(&m, NULL, 0, on_file, o);
+}
+
+static int start_file_write(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	static const char *const more[] = { "parents", "content", "encoding", NULL };
+	struct msg_FILE_OP m = { .op = FOP_WRITE };
+	const char *content = NULL, *enc = NULL;
+	_cleanup_free_ char *decoded = NULL;
+	size_t len = 0;
+	int r;
+	if ((r = file_args(a, more, true, &m, why, whysz)) < 0)
+		return r;
+	if (a->raw) { /* REST: the body is the content */
+		content = a->raw;
+		len = a->raw_len;
+	} else {
+		yajl_val v = a->body ? yajl_tree_get(a->body, (const char *[]){ "content", NULL }, yajl_t_any) : NULL;
+		if (!v || !YAJL_IS_STRING(v)) {
+			snprintf(why, whysz, "content: a required string (text, or base64 with encoding)");
+			return -EINVAL;
+		}
+		content = YAJL_GET_STRING(v);
+		len = strlen(content);
+		if (json_get_str(a->body, "encoding", &enc) == -EINVAL ||
+		    (enc && strcmp(enc, "text") != 0 && strcmp(enc, "base64") != 0)) {
+			snprintf(why, whysz, "encoding: \"text\" or \"base64\"");
+			return -EINVAL;
+		}
+		if (enc && strcmp(enc, "base64") == 0) {
+			if ((r = json_base64_decode(content, len, &decoded, &len)) < 0) {
+				snprintf(why, whysz, "content: not valid base64");
+				return r == -ENOMEM ? r : -EINVAL;
+			}
+			content = decoded;
+		}
+	}
+	if (len > PROTO_FILE_MAX) {
+		snprintf(why, whysz, "content: at most %u bytes per write", PROTO_FILE_MAX);
+		return -E2BIG;
+	}
+	o->fop = FOP_WRITE;
+	return stub_file_op(&m, content, len, on_file, o);
+}
+
 /* Answered here, without the launcher: the document is the table itself. */
 static int start_openapi(struct op *o, const struct op_args *a, char *why, size_t whysz)
 {
@@ -543,66 +835,86 @@ static int start_openapi(struct op *o, const struct op_args *a, char *why, size_
 const struct op_row op_table[] = {
 	{ "health", GET, "/health", NULL, NULL,
 	  "Process states, the confinement the API process achieved, versions.", NULL, NULL,
-	  SCHEMA_HEALTH, 200, start_health },
+	  SCHEMA_HEALTH, 200, start_health, 0 },
 	{ "getCaps", GET, "/caps", NULL, "sbx_caps",
 	  "What this machine can isolate: the capability probe (cached 20 s).", NULL, NULL,
-	  SCHEMA_CAPS, 200, start_caps },
+	  SCHEMA_CAPS, 200, start_caps, 0 },
 	{ "recheckCaps", POST, "/caps/recheck", NULL, NULL,
-	  "Run the capability probe again, now.", NULL, NULL, SCHEMA_CAPS, 200, start_caps_recheck },
+	  "Run the capability probe again, now.", NULL, NULL, SCHEMA_CAPS, 200, start_caps_recheck, 0 },
 	{ "getExecPolicy", GET, "/exec-policy", NULL, NULL,
 	  "Which pre-sandbox entrances are forced through a sandbox.", NULL, NULL, SCHEMA_POLICY,
-	  200, start_policy_get },
+	  200, start_policy_get, 0 },
 	/* no tool: the policy changes over REST (and the UI) only (DESIGN.md §6) */
 	{ "setExecPolicy", PUT, "/exec-policy", NULL, NULL,
 	  "Change the ExecPolicy; fields left out keep their value.", SCHEMA_POLICY_PROPS, NULL,
-	  SCHEMA_POLICY, 200, start_policy_set },
+	  SCHEMA_POLICY, 200, start_policy_set, 0 },
 	{ "listSandboxes", GET, "/sandboxes", NULL, "sbx_list", "List the sandboxes.", NULL, NULL,
-	  SCHEMA_SANDBOX_LIST, 200, start_sbx_list },
+	  SCHEMA_SANDBOX_LIST, 200, start_sbx_list, 0 },
 	{ "createSandbox", POST, "/sandboxes", NULL, "sbx_create",
 	  "Create a sandbox: a persistent workspace with a fence.", SCHEMA_SBX_SPEC_PROPS, "\"name\"",
-	  SCHEMA_SANDBOX, 201, start_sbx_create },
+	  SCHEMA_SANDBOX, 201, start_sbx_create, 0 },
 	{ "getSandbox", GET, "/sandboxes/{id}", NULL, "sbx_get", "Show one sandbox and its settings.",
-	  NULL, NULL, SCHEMA_SANDBOX, 200, start_sbx_get },
+	  NULL, NULL, SCHEMA_SANDBOX, 200, start_sbx_get, 0 },
 	{ "updateSandbox", PATCH, "/sandboxes/{id}", NULL, "sbx_update",
 	  "Change a sandbox's settings; they apply from the next run.", SCHEMA_SBX_SPEC_PROPS, NULL,
-	  SCHEMA_SANDBOX, 200, start_sbx_update },
+	  SCHEMA_SANDBOX, 200, start_sbx_update, 0 },
 	{ "deleteSandbox", DELETE, "/sandboxes/{id}", NULL, "sbx_delete",
-	  "Delete a sandbox and its workdir.", NULL, NULL, SCHEMA_DELETED, 200, start_sbx_delete },
+	  "Delete a sandbox and its workdir.", NULL, NULL, SCHEMA_DELETED, 200, start_sbx_delete, 0 },
 	{ "runCode", POST, "/sandboxes/{id}/runs", NULL, "sbx_run",
 	  "Run sh, python or node code inside a sandbox and return its output.", SCHEMA_RUN_PROPS,
-	  "\"code\"", SCHEMA_RUN, 200, start_run },
+	  "\"code\"", SCHEMA_RUN, 200, start_run, 0 },
 	{ "listRuns", GET, "/sandboxes/{id}/runs", NULL, "sbx_runs",
 	  "The run history of a sandbox, newest first.", NULL, NULL, SCHEMA_RUN_LIST, 200,
-	  start_runs_list },
+	  start_runs_list, 0 },
 	{ "getRun", GET, "/sandboxes/{id}/runs/{runId}", NULL, NULL, "One run of a sandbox.", NULL,
-	  NULL, SCHEMA_RUN, 200, start_run_get },
+	  NULL, SCHEMA_RUN, 200, start_run_get, 0 },
 	{ "getProfile", GET, "/sandboxes/{id}/profile", NULL, NULL,
 	  "The fence the next run would get (its argv or profile).", NULL, NULL, SCHEMA_PROFILE, 200,
-	  start_profile },
+	  start_profile, 0 },
 	{ "listProcesses", GET, "/sandboxes/{id}/processes", NULL, "sbx_ps",
 	  "The live processes of a sandbox's runs, read from /proc, with what each actually got "
 	  "from the kernel (uid, NoNewPrivs, seccomp, capabilities, namespaces, cgroup).",
-	  NULL, NULL, SCHEMA_PROC_LIST, 200, start_ps },
+	  NULL, NULL, SCHEMA_PROC_LIST, 200, start_ps, 0 },
 	{ "killProcesses", POST, "/sandboxes/{id}/kill", NULL, "sbx_kill",
 	  "Signal processes the engine started for this sandbox: {pid}, {pgid} (with an optional "
 	  "signal, default TERM), {run}, or {} for every run (SIGTERM, then SIGKILL). Anything "
 	  "else, pid 1 and the daemon's own processes included, is refused with 403.",
-	  SCHEMA_KILL_PROPS, NULL, SCHEMA_KILL, 200, start_kill },
+	  SCHEMA_KILL_PROPS, NULL, SCHEMA_KILL, 200, start_kill, 0 },
+	{ "listFiles", GET, "/sandboxes/{id}/files", "path", "sbx_ls",
+	  "List a directory of the sandbox (path relative to its workdir; a mount's target walks "
+	  "into the mount).", SCHEMA_FILE_PATH_PROPS, NULL, SCHEMA_FILE_LIST, 200, start_files_list,
+	  OPF_QUERY_ARGS },
+	{ "deleteFile", DELETE, "/sandboxes/{id}/files", "path,recursive", "sbx_rm",
+	  "Delete a file, or a directory (with recursive: and its contents).", SCHEMA_FILE_DELETE_PROPS,
+	  "\"path\"", SCHEMA_FILE_ENTRY, 200, start_file_delete, OPF_QUERY_ARGS },
+	{ "readFile", GET, "/sandboxes/{id}/files/content", "path", "sbx_read",
+	  "Read a file: REST answers the raw bytes (Range honoured); MCP answers text, or base64 "
+	  "for bytes that are not UTF-8 (offset and length select a part).",
+	  SCHEMA_FILE_READ_PROPS, "\"path\"", SCHEMA_FILE_CONTENT, 200, start_file_read,
+	  OPF_QUERY_ARGS | OPF_RAW_REPLY },
+	{ "writeFile", PUT, "/sandboxes/{id}/files/content", "path,parents", "sbx_write",
+	  "Write a file whole, replacing it atomically, as the sandbox's uid: REST takes the raw "
+	  "body (application/octet-stream); MCP takes content as text or base64.",
+	  SCHEMA_FILE_WRITE_PROPS, "\"path\"", SCHEMA_FILE_ENTRY, 200, start_file_write,
+	  OPF_QUERY_ARGS | OPF_RAW_BODY },
+	{ "makeDir", POST, "/sandboxes/{id}/files/dir", "path,parents", "sbx_mkdir",
+	  "Make a directory (with parents: and the missing ones above it).", SCHEMA_MKDIR_PROPS,
+	  "\"path\"", SCHEMA_FILE_ENTRY, 201, start_mkdir, OPF_QUERY_ARGS },
 	{ "listMounts", GET, "/sandboxes/{id}/mounts", NULL, NULL, "The sandbox's mounts.", NULL,
-	  NULL, SCHEMA_MOUNTS, 200, start_mounts_list },
+	  NULL, SCHEMA_MOUNTS, 200, start_mounts_list, 0 },
 	{ "addMount", POST, "/sandboxes/{id}/mounts", NULL, "sbx_mount",
 	  "Make a host directory appear at <sandbox>/<target>, read-only unless readOnly is false. "
 	  "Credential dirs, system roots, home itself and the engine's data dir are refused.",
-	  SCHEMA_MOUNT_PROPS, "\"source\",\"target\"", SCHEMA_MOUNTS, 201, start_mount_add },
+	  SCHEMA_MOUNT_PROPS, "\"source\",\"target\"", SCHEMA_MOUNTS, 201, start_mount_add, 0 },
 	{ "removeMount", DELETE, "/sandboxes/{id}/mounts", "target", "sbx_unmount",
 	  "Remove the mount at target.", SCHEMA_UNMOUNT_PROPS, "\"target\"", SCHEMA_MOUNTS, 200,
-	  start_mount_del },
+	  start_mount_del, 0 },
 	{ "exec", POST, "/exec", NULL, "sbx_exec",
 	  "Run a shell command (the agent shell), in the given sandbox or the default one named "
 	  "\"shell\".",
-	  SCHEMA_EXEC_PROPS, "\"code\"", SCHEMA_RUN, 200, start_exec },
+	  SCHEMA_EXEC_PROPS, "\"code\"", SCHEMA_RUN, 200, start_exec, 0 },
 	{ "openapi", GET, "/openapi.json", NULL, NULL, "This table as OpenAPI 3.1.", NULL, NULL,
-	  SCHEMA_OPENAPI, 200, start_openapi },
+	  SCHEMA_OPENAPI, 200, start_openapi, 0 },
 };
 const size_t op_table_len = sizeof(op_table) / sizeof(op_table[0]);
 

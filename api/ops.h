@@ -20,6 +20,13 @@
 typedef void (*op_chunk_fn)(void *arg, uint32_t stream, uint32_t chan, const char *text,
                             size_t len);
 
+/* A REST answer made of raw bytes (OPF_RAW_REPLY rows): which range of what total they are. */
+struct op_raw {
+	bool used;     /* the success body is raw bytes, not JSON */
+	bool partial;  /* a range was asked for: 206 with Content-Range */
+	uint64_t offset, length, total;
+};
+
 struct op_args {
 	const char *id;     /* {id} of the route / sandboxId of the tool */
 	const char *sub_id; /* {runId} */
@@ -29,7 +36,18 @@ struct op_args {
 	op_chunk_fn chunk;  /* stream a run's output through this (same arg as done), or NULL.
 	                     * The final body still carries the whole output, and every byte
 	                     * of it has gone through chunk before done is called. */
+	const char *raw;    /* OPF_RAW_BODY rows over REST: the body's bytes (body is NULL) */
+	size_t raw_len;
+	const char *range;  /* REST: the Range header, or NULL */
+	struct op_raw *raw_out; /* OPF_RAW_REPLY rows over REST: filled before done, else NULL */
 };
+
+/* Row flags. */
+#define OPF_QUERY_ARGS 0x1u /* REST: the arguments are the query parameters named in `query`
+                             * (comma-separated), "true"/"false" as booleans, digits as
+                             * numbers, the rest strings; MCP passes the same names */
+#define OPF_RAW_BODY   0x2u /* REST: the body is raw bytes (application/octet-stream) */
+#define OPF_RAW_REPLY  0x4u /* REST: the success body is raw bytes (op_args.raw_out) */
 
 struct op; /* one operation in flight (ops.c) */
 
@@ -49,6 +67,7 @@ struct op_row {
 	const char *output;            /* JSON Schema of the success body */
 	int status;                    /* the success status */
 	op_start_fn start;
+	unsigned flags;                /* OPF_* */
 };
 
 /* A path placeholder: where it lands in op_args, its MCP argument, and the 404 for an

@@ -36,6 +36,14 @@
 #define SCHEMA_KILL_PROPS                                                                             \
 	"\"pid\":{\"type\":\"integer\",\"minimum\":1},\"pgid\":{\"type\":\"integer\",\"minimum\":1}," \
 	"\"run\":" S_STR ",\"signal\":{\"type\":[\"string\",\"integer\"]}"
+#define SCHEMA_FILE_PATH_PROPS "\"path\":" S_STR
+#define SCHEMA_FILE_DELETE_PROPS SCHEMA_FILE_PATH_PROPS ",\"recursive\":" S_BOOL
+#define SCHEMA_MKDIR_PROPS SCHEMA_FILE_PATH_PROPS ",\"parents\":" S_BOOL
+#define SCHEMA_FILE_ENC "{\"type\":\"string\",\"enum\":[\"text\",\"base64\"]}"
+#define SCHEMA_FILE_READ_PROPS                                                                        \
+	SCHEMA_FILE_PATH_PROPS ",\"offset\":" S_INT ",\"length\":" S_INT ",\"encoding\":" SCHEMA_FILE_ENC
+#define SCHEMA_FILE_WRITE_PROPS                                                                       \
+	SCHEMA_FILE_PATH_PROPS ",\"content\":" S_STR ",\"encoding\":" SCHEMA_FILE_ENC ",\"parents\":" S_BOOL
 #define SCHEMA_UNMOUNT_PROPS "\"target\":" S_STR
 #define SCHEMA_POLICY_PROPS                                                                           \
 	"\"execShell\":" S_BOOL ",\"schedulerScript\":" S_BOOL ",\"runPython\":" S_BOOL            \
@@ -65,6 +73,16 @@
 	"{\"type\":\"object\",\"properties\":{\"signal\":" S_STR ",\"signaled\":{\"type\":\"array\"," \
 	"\"items\":" S_INT "},\"runs\":{\"type\":\"array\",\"items\":" S_STR "}},"                   \
 	"\"required\":[\"signaled\",\"runs\"]}"
+#define SCHEMA_FILE_ENTRY                                                                             \
+	"{\"type\":\"object\",\"properties\":{\"path\":" S_STR ",\"name\":" S_STR ",\"type\":" S_STR \
+	",\"size\":" S_INT ",\"mode\":" S_STR ",\"mtime\":" S_STR "},\"required\":[\"path\",\"type\"]}"
+#define SCHEMA_FILE_LIST                                                                              \
+	"{\"type\":\"object\",\"properties\":{\"path\":" S_STR ",\"entries\":{\"type\":\"array\"},"     \
+	"\"count\":" S_INT ",\"truncated\":" S_BOOL "},\"required\":[\"entries\"]}"
+#define SCHEMA_FILE_CONTENT                                                                           \
+	"{\"type\":\"object\",\"properties\":{\"path\":" S_STR ",\"size\":" S_INT ",\"offset\":" S_INT  \
+	",\"length\":" S_INT ",\"encoding\":" SCHEMA_FILE_ENC ",\"content\":" S_STR "},"              \
+	"\"required\":[\"content\",\"encoding\"]}"
 #define SCHEMA_DELETED "{\"type\":\"object\",\"properties\":{\"id\":" S_STR ",\"deleted\":" S_BOOL "}}"
 #define SCHEMA_MOUNTS                                                                                 \
 	"{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR ",\"mounts\":{\"type\":\"array\"},\"note\":" S_STR "}," \

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "api.h"
@@ -170,6 +171,36 @@ static int read_output(int fd, const struct msg_RUN_REP *r, char **ret_out, char
 	return 0;
 }
 
+/* FILE_REP: a read's bytes or a listing's records, the whole memfd, bounded. */
+static int read_file_fd(int fd, const struct msg_FILE_REP *r, char **ret, size_t *ret_len)
+{
+	struct stat st;
+	_cleanup_free_ char *buf = NULL;
+	size_t got = 0;
+	*ret = NULL;
+	*ret_len = 0;
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if ((uint64_t)st.st_size > STUB_FILE_FD_MAX || (r->count == 0 && (uint64_t)st.st_size != r->length))
+		return -EMSGSIZE;
+	if (!(buf = malloc((size_t)st.st_size + 1)))
+		return -ENOMEM;
+	while (got < (size_t)st.st_size) {
+		ssize_t n = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EBADMSG;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	*ret = steal_pointer(&buf);
+	*ret_len = got;
+	return 0;
+}
+
 /* STREAM_DATA / STREAM_END of a streamed run: the stream id is its request's id. A chunk
  * out of order or past the window is the launcher breaking the protocol: the stream is
  * cancelled and the run's final reply still comes. */
@@ -253,6 +284,12 @@ void stubs_dispatch(struct proto_chan *ch, const struct proto_hdr *hdr, void *ms
 		rep.out_len = out ? rr->stdout_len : 0;
 		rep.errout = err;
 		rep.errout_len = err ? rr->stderr_len : 0;
+	} else if (hdr->type == MSG_FILE_REP) {
+		if (read_file_fd(mfd, msg, &out, &rep.out_len) < 0) {
+			fail(p, PERR_INTERNAL, "could not read the file's bytes");
+			return;
+		}
+		rep.out = out;
 	}
 	stub_cb cb = p->cb;
 	void *arg = p->arg;
@@ -434,4 +471,21 @@ int stub_ps(const char *sandbox_id, stub_cb cb, void *arg)
 int stub_kill(const struct msg_KILL *m, stub_cb cb, void *arg)
 {
 	return send_req(API->launcher, MSG_KILL, m, MSG_KILL_REP, 0, cb, arg);
+}
+
+int stub_file_op(const struct msg_FILE_OP *m, const char *content, size_t len, stub_cb cb, void *arg)
+{
+	struct proto_chan *ch = API->launcher;
+	struct msg_FILE_OP c = *m;
+	int fd = -1, r;
+	if (!ch || !proto_chan_ready(ch))
+		return -ENOTCONN;
+	if (m->op == FOP_WRITE) {
+		if (len > PROTO_FILE_MAX)
+			return -E2BIG;
+		if ((r = input_memfd(content ? content : "", len, "", 0, &fd)) < 0)
+			return r;
+		c.size = len;
+	}
+	return send_req_fd(ch, proto_chan_next_id(ch), MSG_FILE_OP, &c, fd, MSG_FILE_REP, 0, cb, arg);
 }

@@ -81,5 +81,9 @@ int stub_run_get(const char *sandbox_id, const char *run_id, stub_cb cb, void *a
 /* A sandbox's live processes: one PROC_REP per process, then LIST_END. */
 int stub_ps(const char *sandbox_id, stub_cb cb, void *arg);
 int stub_kill(const struct msg_KILL *m, stub_cb cb, void *arg);
+/* A file operation; a WRITE's content (len bytes, at most PROTO_FILE_MAX) travels in a
+ * sealed memfd. The reply's out/out_len carry a READ's bytes or a LIST's records. */
+#define STUB_FILE_FD_MAX (16ull << 20) /* a FILE_REP memfd: a read, or 10000 entries */
+int stub_file_op(const struct msg_FILE_OP *m, const char *content, size_t len, stub_cb cb, void *arg);
 
 #endif

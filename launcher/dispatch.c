@@ -711,6 +711,7 @@ GUARDED(dispatch_h_runs_list)
 GUARDED(dispatch_h_run_get)
 GUARDED(dispatch_h_ps)
 GUARDED(dispatch_h_kill)
+GUARDED(dispatch_h_file_op)
 GUARDED(h_mount_add)
 GUARDED(h_mount_del)
 GUARDED(h_profile_get)
@@ -731,6 +732,7 @@ static const struct proto_dispatch api_table[] = {
 	{ MSG_RUN_GET, ROLE_API, g_dispatch_h_run_get },
 	{ MSG_PS_REQ, ROLE_API, g_dispatch_h_ps },
 	{ MSG_KILL, ROLE_API, g_dispatch_h_kill },
+	{ MSG_FILE_OP, ROLE_API, g_dispatch_h_file_op },
 	{ MSG_MOUNT_ADD, ROLE_API, g_h_mount_add },
 	{ MSG_MOUNT_DEL, ROLE_API, g_h_mount_del },
 	{ MSG_PROFILE_GET, ROLE_API, g_h_profile_get },

@@ -11,6 +11,7 @@
 #include "cleanup.h"
 #include "dispatch.h"
 #include "dispatch_int.h"
+#include "files.h"
 #include "log.h"
 #include "procs.h"
 #include "run_input.h"
@@ -407,4 +408,44 @@ void dispatch_h_kill(struct proto_chan *ch, const struct proto_hdr *h, void *m, 
 		proto_chan_send(ch, MSG_KILL_REP, h->id, &rep, -1);
 	proto_u32v_clear(&rep.pids);
 	proto_strv_clear(&rep.runs);
+}
+
+/* ---- files ----------------------------------------------------------------------------- */
+
+static void file_done(int err, const char *why, const struct msg_FILE_REP *rep, int fd, void *arg)
+{
+	struct pending *p = arg;
+	struct proto_chan *ch = pending_chan(p);
+	if (!ch || err) {
+		if (fd >= 0)
+			close(fd);
+		if (ch)
+			reply_err(ch, p->id, (enum proto_err)err, "%s", why ? why : "file operation failed");
+	} else if (proto_chan_send(ch, MSG_FILE_REP, p->id, rep, fd) < 0) { /* takes fd */
+		log_warnx("FILE_REP %u could not be queued", p->id);
+	}
+	free(p);
+}
+
+void dispatch_h_file_op(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	struct msg_FILE_OP *in = m;
+	struct pending *p;
+	struct sandbox s;
+
+	if (load_sandbox(ch, h->id, in->sandbox_id, &s) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	if (!(p = pending_new(h->id))) {
+		sandbox_clear(&s);
+		if (fd >= 0)
+			close(fd);
+		reply_err(ch, h->id, PERR_INTERNAL, "out of memory");
+		return;
+	}
+	/* files_start takes fd and answers through file_done exactly once */
+	files_start(dispatch_L, &s, in, fd, file_done, p);
+	sandbox_clear(&s);
 }

@@ -23,7 +23,7 @@
 
 #define PROTO_VERSION 6 /* 2: mounts travel as MNTV in the sandbox spec; 3: streams, run input by memfd;
                           4: limits.diskMb, PERR_INSUFFICIENT_STORAGE; 5: proxy, run refusals;
-                          6: detached runs, processes, kill */
+                          6: detached runs, processes, kill, files */
 
 /* Limits, each a named constant with a test at and past it (tests/unit/test_proto.c). */
 #define PROTO_MSG_MAX    65536u /* whole packet, header included */
@@ -47,6 +47,10 @@
 #define PROTO_TEXT_MAX   60000u /* profile text */
 #define PROTO_CMDLINE_MAX 1024u /* a process's command line as listed (longer ones are cut) */
 #define PROTO_NS_MAX      8u    /* namespace kinds a process may differ in */
+/* The files API (FILE_OP): one read or one write moves at most PROTO_FILE_MAX bytes (a
+ * larger file is read in ranges); a listing names at most PROTO_FILE_LIST_MAX entries. */
+#define PROTO_FILE_MAX      (8u << 20)
+#define PROTO_FILE_LIST_MAX 10000u
 
 /* Streams (proto_stream.h): data larger than a packet, or data that arrives over time,
  * travels as numbered chunks of one stream; at most PROTO_STREAM_WINDOW chunks are in
@@ -81,6 +85,7 @@ enum proto_entrance {
 	ENTRANCE_SCHEDULER,
 	ENTRANCE_MAX_ = ENTRANCE_SCHEDULER
 };
+enum proto_file_op { FOP_LIST = 0, FOP_READ, FOP_WRITE, FOP_DELETE, FOP_MKDIR, FOP_MAX_ = FOP_MKDIR };
 enum proto_backend { BACKEND_DIRECT = 0, BACKEND_DOCKER, BACKEND_MAX_ = BACKEND_DOCKER };
 /* What a stream chunk carries: a run's stdout or stderr, or plain data (files, logs). */
 enum proto_stream_chan {
@@ -296,6 +301,37 @@ enum proto_stream_chan {
 	F(S, U32V, pids, PROTO_LIST_MAX)                                                              \
 	F(S, STRV, runs, PROTO_LIST_MAX)
 
+/* A file operation inside a sandbox's workdir and its mounts (launcher/files.h). path is
+ * relative to the workdir ("" = the workdir itself). READ: offset and length (0 = the whole
+ * file, which must fit one read; UINT64_MAX = to the end), or suffix (the last suffix
+ * bytes); a range longer than PROTO_FILE_MAX is answered with its first PROTO_FILE_MAX. WRITE: the fd
+ * is a sealed memfd of exactly size bytes (at most PROTO_FILE_MAX), put in place
+ * atomically; parents creates missing directories (also for MKDIR). DELETE: recursive
+ * removes a directory with its contents. */
+#define MSG_FILE_OP_FIELDS(F, S)                                                                      \
+	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
+	F(S, ENUM, op, FOP_MAX_)                                                                      \
+	F(S, STR, path, PROTO_STR_MAX)                                                                \
+	F(S, U64, offset, 0)                                                                          \
+	F(S, U64, length, 0)                                                                          \
+	F(S, U64, suffix, 0)                                                                          \
+	F(S, U64, size, 0)                                                                            \
+	F(S, BOOL, parents, 0)                                                                        \
+	F(S, BOOL, recursive, 0)
+/* What the operation found or did: type "file" | "dir" | "symlink" | "other". READ: the fd
+ * is a memfd of length bytes starting at offset, total is the file's size; LIST: the fd
+ * holds count entries, each "T SIZE MODE MTIME NAME\0" (T: f d l o; MODE octal). */
+#define MSG_FILE_REP_FIELDS(F, S)                                                                     \
+	F(S, STR, path, PROTO_STR_MAX)                                                                \
+	F(S, STR, type, PROTO_NAME_MAX)                                                               \
+	F(S, U64, total, 0)                                                                           \
+	F(S, U64, offset, 0)                                                                          \
+	F(S, U64, length, 0)                                                                          \
+	F(S, U32, mode, 0)                                                                            \
+	F(S, U64, mtime, 0)                                                                           \
+	F(S, U32, count, 0)                                                                           \
+	F(S, BOOL, truncated, 0)
+
 /* Streams. The opener picks the stream id (for a run's output: the id of the RUN request
  * that asked for it) and the ids are unique per channel while open. Chunks are numbered
  * from 0 without gaps; ACK carries how many chunks the receiver has consumed so far;
@@ -355,6 +391,8 @@ enum proto_stream_chan {
 	X(PROC_REP, 45, PROTO_FD_NONE, ROLE_LAUNCHER, MSG_PROC_REP_FIELDS)                         \
 	X(KILL, 46, PROTO_FD_NONE, ROLE_API, MSG_KILL_FIELDS)                                      \
 	X(KILL_REP, 47, PROTO_FD_NONE, ROLE_LAUNCHER, MSG_KILL_REP_FIELDS)                         \
+	X(FILE_OP, 48, PROTO_FD_OPTIONAL, ROLE_API, MSG_FILE_OP_FIELDS)                            \
+	X(FILE_REP, 49, PROTO_FD_OPTIONAL, ROLE_LAUNCHER, MSG_FILE_REP_FIELDS)                     \
 	X(STREAM_DATA, 60, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_API, MSG_STREAM_DATA_FIELDS)        \
 	X(STREAM_ACK, 62, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_API, MSG_STREAM_ACK_FIELDS)          \
 	X(STREAM_END, 64, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_API, MSG_STREAM_END_FIELDS)          \

@@ -234,6 +234,39 @@ test('sbx_run detach, sbx_ps lists it, sbx_kill refuses pid 1 and ends the run',
   await state.client.callTool({ name: 'sbx_delete', arguments: { sandboxId: sc.id } });
 });
 
+test('sbx_write, sbx_ls, sbx_read, sbx_mkdir, sbx_rm: text and binary round-trip; escapes refused', async () => {
+  const sc = structured(await state.client.callTool({ name: 'sbx_create', arguments: { name: 'e2e-files' } }), 'sbx_create');
+  const call = (name, args) => state.client.callTool({ name, arguments: { sandboxId: sc.id, ...args } });
+  const w = structured(await call('sbx_write', { path: 'notes/a.txt', content: 'héllo\n', parents: true }), 'sbx_write text');
+  assert.equal(w.type, 'file');
+  assert.equal(w.size, Buffer.byteLength('héllo\n'));
+  const bytes = Buffer.from([0, 1, 2, 255, 254, 0, 10]);
+  structured(await call('sbx_write', { path: 'notes/b.bin', content: bytes.toString('base64'), encoding: 'base64' }), 'sbx_write base64');
+  const ls = structured(await call('sbx_ls', { path: 'notes' }), 'sbx_ls');
+  assert.deepEqual(ls.entries.map((e) => e.name).sort(), ['a.txt', 'b.bin']);
+  const t = structured(await call('sbx_read', { path: 'notes/a.txt' }), 'sbx_read text');
+  assert.equal(t.encoding, 'text');
+  assert.equal(t.content, 'héllo\n');
+  const b = structured(await call('sbx_read', { path: 'notes/b.bin' }), 'sbx_read binary');
+  assert.equal(b.encoding, 'base64');
+  assert.deepEqual(Buffer.from(b.content, 'base64'), bytes);
+  const part = structured(await call('sbx_read', { path: 'notes/a.txt', offset: 1, length: 2, encoding: 'base64' }), 'sbx_read part');
+  assert.deepEqual(Buffer.from(part.content, 'base64'), Buffer.from('héllo\n').subarray(1, 3));
+  const run = structured(await call('sbx_run', { code: 'od -An -tu1 notes/b.bin | tr -s " " | sed "s/^ //"' }), 'sbx_run');
+  assert.equal(run.stdout.trim(), '0 1 2 255 254 0 10');
+  for (const path of ['../x', '/etc/passwd', 'notes/../../etc/passwd']) {
+    const res = await call('sbx_read', { path });
+    assert.ok(res.isError, `sbx_read ${path} must fail`);
+  }
+  structured(await call('sbx_mkdir', { path: 'x/y', parents: true }), 'sbx_mkdir');
+  const rm = structured(await call('sbx_rm', { path: 'notes', recursive: true }), 'sbx_rm');
+  assert.equal(rm.deleted, true);
+  const gone = await call('sbx_ls', { path: 'notes' });
+  assert.ok(gone.isError);
+  assert.match(errorMessage(gone, 'sbx_ls gone'), /no such file/);
+  await state.client.callTool({ name: 'sbx_delete', arguments: { sandboxId: sc.id } });
+});
+
 test('sbx_run with a progressToken streams the output before the program ends', async () => {
   const created = structured(await state.client.callTool({ name: 'sbx_create', arguments: { name: 'e2e-stream' } }), 'sbx_create');
   assert.equal(typeof created.workdir, 'string');

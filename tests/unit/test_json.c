@@ -235,3 +235,26 @@ Test(json, sandbox_printed_in_full)
 	yajl_tree_free(v);
 	free(doc);
 }
+
+Test(json_base64, round_trip_and_refusals)
+{
+	const char bytes[] = { 0, 1, 2, (char)255, (char)254, 0, 10 };
+	size_t elen = 0, dlen = 0;
+	char *enc = json_base64_encode(bytes, sizeof(bytes), &elen), *dec = NULL;
+	cr_assert(enc);
+	cr_expect_str_eq(enc, "AAEC//4ACg==");
+	cr_assert_eq(json_base64_decode(enc, elen, &dec, &dlen), 0);
+	cr_expect_eq(dlen, sizeof(bytes));
+	cr_expect(memcmp(dec, bytes, sizeof(bytes)) == 0);
+	free(enc);
+	free(dec);
+	static const char *const bad[] = { "AAE", "AA=A", "A===", "AAE!", "=AAA", "AA==AA==" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		dec = NULL;
+		cr_expect_eq(json_base64_decode(bad[i], strlen(bad[i]), &dec, &dlen), -EINVAL, "%s", bad[i]);
+		cr_expect_null(dec);
+	}
+	cr_expect(json_utf8_valid("h\xc3\xa9llo", 6));
+	cr_expect(!json_utf8_valid("\xff", 1));
+	cr_expect(!json_utf8_valid("a\0b", 3), "a NUL is not text");
+}
