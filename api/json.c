@@ -10,6 +10,7 @@
 
 #include <yajl/yajl_parse.h>
 
+#include "cleanup.h"
 #include "util.h"
 
 /* Strict UTF-8 (RFC 3629): no overlong forms, no surrogates, nothing past U+10FFFF, and
@@ -881,6 +882,83 @@ static const char *const lang_names[] = { "sh", "python", "node" };
 void json_gen_run(yajl_gen g, const struct msg_RUN_REP *r, const char *out, size_t out_len,
                   const char *err, size_t err_len)
 {
+	json_gen_run_traced(g, r, out, out_len, err, err_len, NULL, 0);
+}
+
+/* A member of an event object, copied only when it has the expected JSON type. */
+static void ev_copy(yajl_gen g, yajl_val ev, const char *key, yajl_type want)
+{
+	yajl_val v = yajl_tree_get(ev, (const char *[]){ key, NULL }, want);
+	if (!v)
+		return;
+	json_gen_key(g, key);
+	if (want == yajl_t_string)
+		json_gen_str(g, YAJL_GET_STRING(v));
+	else if (YAJL_IS_INTEGER(v))
+		yajl_gen_integer(g, YAJL_GET_INTEGER(v));
+	else
+		yajl_gen_integer(g, 0);
+}
+
+void json_gen_trace_events(yajl_gen g, const char *lines, size_t len, unsigned *ret_count)
+{
+	static const char *const kinds[] = { "read", "write", "spawn", "connect", "lookup" };
+	unsigned count = 0;
+	yajl_gen_array_open(g);
+	for (size_t off = 0; lines && off < len;) {
+		const char *line = lines + off, *nl = memchr(line, '\n', len - off), *sp1, *sp2;
+		size_t ll = nl ? (size_t)(nl - line) : len - off;
+		char run[PROTO_ID_MAX + 1], why[64];
+		yajl_val ev = NULL, kind, argv;
+		_cleanup_free_ char *json = NULL;
+		off += ll + 1;
+		/* "RUN_ID ARRIVAL_MS {...}": what the jail wrote is parsed here, its known
+		 * members kept with their types checked, the rest dropped */
+		if (!(sp1 = memchr(line, ' ', ll)) || (size_t)(sp1 - line) > PROTO_ID_MAX ||
+		    !(sp2 = memchr(sp1 + 1, ' ', ll - (size_t)(sp1 + 1 - line))))
+			continue;
+		snprintf(run, sizeof(run), "%.*s", (int)(sp1 - line), line);
+		if (!proto_id_valid(run) || !(json = strndup(sp2 + 1, ll - (size_t)(sp2 + 1 - line))) ||
+		    json_parse(json, strlen(json), &ev, why, sizeof(why)) < 0)
+			continue;
+		kind = yajl_tree_get(ev, (const char *[]){ "kind", NULL }, yajl_t_string);
+		const char *ks = kind ? YAJL_GET_STRING(kind) : NULL;
+		bool known = false;
+		for (size_t i = 0; ks && i < sizeof(kinds) / sizeof(kinds[0]); i++)
+			known |= strcmp(ks, kinds[i]) == 0;
+		if (!YAJL_IS_OBJECT(ev) || !known) {
+			yajl_tree_free(ev);
+			continue;
+		}
+		yajl_gen_map_open(g);
+		json_gen_kstr(g, "run", run);
+		json_gen_kstr(g, "kind", ks);
+		json_gen_kint(g, "at", (long long)strtoull(sp1 + 1, NULL, 10)); /* arrival, ms */
+		ev_copy(g, ev, "t", yajl_t_number);
+		ev_copy(g, ev, "pid", yajl_t_number);
+		ev_copy(g, ev, "path", yajl_t_string);
+		ev_copy(g, ev, "host", yajl_t_string);
+		ev_copy(g, ev, "port", yajl_t_number);
+		if ((argv = yajl_tree_get(ev, (const char *[]){ "argv", NULL }, yajl_t_array))) {
+			json_gen_key(g, "argv");
+			yajl_gen_array_open(g);
+			for (size_t i = 0; i < argv->u.array.len; i++)
+				if (YAJL_IS_STRING(argv->u.array.values[i]))
+					json_gen_str(g, YAJL_GET_STRING(argv->u.array.values[i]));
+			yajl_gen_array_close(g);
+		}
+		yajl_gen_map_close(g);
+		yajl_tree_free(ev);
+		count++;
+	}
+	yajl_gen_array_close(g);
+	if (ret_count)
+		*ret_count = count;
+}
+
+void json_gen_run_traced(yajl_gen g, const struct msg_RUN_REP *r, const char *out, size_t out_len,
+                         const char *err, size_t err_len, const char *trace, size_t trace_len)
+{
 	yajl_gen_map_open(g);
 	json_gen_kstr(g, "id", r->id);
 	json_gen_kstr(g, "sandboxId", r->sandbox_id);
@@ -937,6 +1015,10 @@ void json_gen_run(yajl_gen g, const struct msg_RUN_REP *r, const char *out, size
 		yajl_gen_map_close(g);
 	}
 	yajl_gen_array_close(g);
+	if (trace) {
+		json_gen_key(g, "trace");
+		json_gen_trace_events(g, trace, trace_len, NULL);
+	}
 	yajl_gen_map_close(g);
 }
 

@@ -64,6 +64,11 @@ int json_parse_policy(yajl_val obj, struct msg_POLICY_SET *inout, char *errmsg, 
 void json_gen_sbx(yajl_gen g, const struct msg_SBX_REP *s);
 /* {"sandboxId": ..., "mounts": [...]}: the body of the mount routes. */
 void json_gen_sbx_mounts(yajl_gen g, const struct msg_SBX_REP *s);
+/* With the run's trace lines ("RUN_ID ARRIVAL_MS JSON\n", launcher/trace.h) as "trace". */
+void json_gen_run_traced(yajl_gen g, const struct msg_RUN_REP *r, const char *out, size_t out_len,
+                         const char *err, size_t err_len, const char *trace, size_t trace_len);
+/* Trace lines as an array of events, only their known members with their types checked. */
+void json_gen_trace_events(yajl_gen g, const char *lines, size_t len, unsigned *ret_count);
 void json_gen_run(yajl_gen g, const struct msg_RUN_REP *r, const char *out, size_t out_len,
                   const char *err, size_t err_len);
 void json_gen_caps(yajl_gen g, const struct msg_CAPS_REP *c);

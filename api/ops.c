@@ -223,7 +223,8 @@ static void on_single(const struct stub_reply *rep, void *arg)
 		json_gen_sbx(g, rep->msg);
 		break;
 	case MSG_RUN_REP:
-		json_gen_run(g, rep->msg, rep->out, rep->out_len, rep->errout, rep->errout_len);
+		json_gen_run_traced(g, rep->msg, rep->out, rep->out_len, rep->errout, rep->errout_len,
+		                    rep->trace, rep->trace_len);
 		break;
 	case MSG_CAPS_REP:
 		json_gen_caps(g, rep->msg);
@@ -812,6 +813,73 @@ static int start_file_write(struct op *o, const struct op_args *a, char *why, si
 	return stub_file_op(&m, content, len, on_file, o);
 }
 
+/* ---- trace ---------------------------------------------------------------------------- */
+
+static void on_trace(const struct stub_reply *rep, void *arg)
+{
+	struct op *o = arg;
+	const struct msg_TRACE_REP *t = rep->msg;
+	unsigned count = 0;
+	yajl_gen g;
+	if (rep->type != MSG_TRACE_REP) {
+		op_fail(o, rep->type == MSG_ERROR ? rep->err : PERR_INTERNAL,
+		        rep->type == MSG_ERROR ? rep->message : "unexpected reply from the launcher");
+		return;
+	}
+	g = json_gen_new();
+	yajl_gen_map_open(g);
+	json_gen_kbool(g, "tracing", t->tracing);
+	json_gen_key(g, "events");
+	json_gen_trace_events(g, rep->out, rep->out_len, &count);
+	json_gen_kint(g, "count", count);
+	json_gen_kbool(g, "truncated", t->truncated);
+	yajl_gen_map_close(g);
+	op_gen_done(o, o->row->status, g);
+	yajl_gen_free(g);
+}
+
+static int start_trace(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	struct msg_TRACE_GET m = { .sandbox_id = (char *)a->id, .run_id = "" };
+	yajl_val b = a->body, since;
+	const char *run = NULL;
+	for (size_t i = 0; b && YAJL_IS_OBJECT(b) && i < b->u.object.len; i++) {
+		const char *k = b->u.object.keys[i];
+		if (strcmp(k, "run") && strcmp(k, "since") && strcmp(k, "sandboxId")) {
+			snprintf(why, whysz, "%s: unknown argument (run, since)", k);
+			return -EINVAL;
+		}
+	}
+	if (b && json_get_str(b, "run", &run) == -EINVAL) {
+		snprintf(why, whysz, "run: a run id");
+		return -EINVAL;
+	}
+	if (run && *run && !proto_id_valid(run)) {
+		snprintf(why, whysz, "run: not a run id");
+		return -EINVAL;
+	}
+	m.run_id = (char *)(run ? run : "");
+	/* since: Unix milliseconds, a number (MCP) or digits (a REST query) */
+	since = b ? yajl_tree_get(b, (const char *[]){ "since", NULL }, yajl_t_any) : NULL;
+	if (since) {
+		const char *str = YAJL_IS_STRING(since) ? YAJL_GET_STRING(since) : NULL;
+		char *end = NULL;
+		bool ok = false;
+		if (YAJL_IS_INTEGER(since) && YAJL_GET_INTEGER(since) >= 0) {
+			m.since_ms = (uint64_t)YAJL_GET_INTEGER(since);
+			ok = true;
+		} else if (str && *str >= '0' && *str <= '9') {
+			m.since_ms = strtoull(str, &end, 10);
+			ok = !*end;
+		}
+		if (!ok) {
+			snprintf(why, whysz, "since: Unix time in milliseconds");
+			return -EINVAL;
+		}
+	}
+	return stub_trace(&m, on_trace, o);
+}
+
 /* Answered here, without the launcher: the document is the table itself. */
 static int start_openapi(struct op *o, const struct op_args *a, char *why, size_t whysz)
 {
@@ -900,6 +968,10 @@ const struct op_row op_table[] = {
 	{ "makeDir", POST, "/sandboxes/{id}/files/dir", "path,parents", "sbx_mkdir",
 	  "Make a directory (with parents: and the missing ones above it).", SCHEMA_MKDIR_PROPS,
 	  "\"path\"", SCHEMA_FILE_ENTRY, 201, start_mkdir, OPF_QUERY_ARGS },
+	{ "getTrace", GET, "/sandboxes/{id}/trace", "run,since", "sbx_trace",
+	  "What traced runs touched: file reads and writes, spawns with argv, connects, name "
+	  "lookups (of one run, and since a Unix time in ms, when given).", SCHEMA_TRACE_PROPS, NULL,
+	  SCHEMA_TRACE, 200, start_trace, OPF_QUERY_ARGS },
 	{ "listMounts", GET, "/sandboxes/{id}/mounts", NULL, NULL, "The sandbox's mounts.", NULL,
 	  NULL, SCHEMA_MOUNTS, 200, start_mounts_list, 0 },
 	{ "addMount", POST, "/sandboxes/{id}/mounts", NULL, "sbx_mount",

@@ -44,6 +44,7 @@
 	SCHEMA_FILE_PATH_PROPS ",\"offset\":" S_INT ",\"length\":" S_INT ",\"encoding\":" SCHEMA_FILE_ENC
 #define SCHEMA_FILE_WRITE_PROPS                                                                       \
 	SCHEMA_FILE_PATH_PROPS ",\"content\":" S_STR ",\"encoding\":" SCHEMA_FILE_ENC ",\"parents\":" S_BOOL
+#define SCHEMA_TRACE_PROPS "\"run\":" S_STR ",\"since\":" S_INT
 #define SCHEMA_UNMOUNT_PROPS "\"target\":" S_STR
 #define SCHEMA_POLICY_PROPS                                                                           \
 	"\"execShell\":" S_BOOL ",\"schedulerScript\":" S_BOOL ",\"runPython\":" S_BOOL            \
@@ -83,6 +84,9 @@
 	"{\"type\":\"object\",\"properties\":{\"path\":" S_STR ",\"size\":" S_INT ",\"offset\":" S_INT  \
 	",\"length\":" S_INT ",\"encoding\":" SCHEMA_FILE_ENC ",\"content\":" S_STR "},"              \
 	"\"required\":[\"content\",\"encoding\"]}"
+#define SCHEMA_TRACE                                                                                  \
+	"{\"type\":\"object\",\"properties\":{\"tracing\":" S_BOOL ",\"events\":{\"type\":\"array\"},"  \
+	"\"count\":" S_INT ",\"truncated\":" S_BOOL "},\"required\":[\"events\"]}"
 #define SCHEMA_DELETED "{\"type\":\"object\",\"properties\":{\"id\":" S_STR ",\"deleted\":" S_BOOL "}}"
 #define SCHEMA_MOUNTS                                                                                 \
 	"{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR ",\"mounts\":{\"type\":\"array\"},\"note\":" S_STR "}," \

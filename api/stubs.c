@@ -136,19 +136,20 @@ static int send_req(struct proto_chan *ch, uint32_t type, const void *msg, uint3
 }
 
 /* RUN_REP output: stdout_len bytes then stderr_len bytes of a memfd, bounded. */
-static int read_output(int fd, const struct msg_RUN_REP *r, char **ret_out, char **ret_err)
+static int read_output(int fd, const struct msg_RUN_REP *r, char **ret_out, char **ret_err,
+                       char **ret_trace)
 {
 	if (fd < 0) {
-		*ret_out = *ret_err = NULL;
+		*ret_out = *ret_err = *ret_trace = NULL;
 		return 0;
 	}
 	if (r->stdout_len > STUB_RUN_OUTPUT_MAX || r->stderr_len > STUB_RUN_OUTPUT_MAX ||
-	    r->stdout_len + r->stderr_len > STUB_RUN_OUTPUT_MAX)
+	    r->stdout_len + r->stderr_len > STUB_RUN_OUTPUT_MAX || r->trace_len > STUB_RUN_TRACE_MAX)
 		return -EMSGSIZE;
-	size_t lens[2] = { r->stdout_len, r->stderr_len };
-	_cleanup_free_ char *bufs[2] = { NULL, NULL };
+	size_t lens[3] = { r->stdout_len, r->stderr_len, r->trace_len };
+	_cleanup_free_ char *bufs[3] = { NULL, NULL, NULL };
 	off_t off = 0;
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 3; i++) {
 		if (!(bufs[i] = malloc(lens[i] + 1)))
 			return -ENOMEM;
 		size_t got = 0;
@@ -167,7 +168,10 @@ static int read_output(int fd, const struct msg_RUN_REP *r, char **ret_out, char
 	}
 	*ret_out = bufs[0];
 	*ret_err = bufs[1];
+	*ret_trace = r->trace_len ? bufs[2] : NULL;
 	bufs[0] = bufs[1] = NULL;
+	if (r->trace_len)
+		bufs[2] = NULL;
 	return 0;
 }
 
@@ -272,10 +276,10 @@ void stubs_dispatch(struct proto_chan *ch, const struct proto_hdr *hdr, void *ms
 		return;
 	}
 	struct stub_reply rep = { .type = hdr->type, .final = !is_item, .msg = msg };
-	_cleanup_free_ char *out = NULL, *err = NULL;
+	_cleanup_free_ char *out = NULL, *err = NULL, *trace = NULL;
 	if (hdr->type == MSG_RUN_REP) {
 		const struct msg_RUN_REP *rr = msg;
-		int r = read_output(mfd, rr, &out, &err);
+		int r = read_output(mfd, rr, &out, &err, &trace);
 		if (r < 0) {
 			fail(p, PERR_INTERNAL, "could not read the run's output");
 			return;
@@ -284,6 +288,16 @@ void stubs_dispatch(struct proto_chan *ch, const struct proto_hdr *hdr, void *ms
 		rep.out_len = out ? rr->stdout_len : 0;
 		rep.errout = err;
 		rep.errout_len = err ? rr->stderr_len : 0;
+		rep.trace = trace;
+		rep.trace_len = trace ? rr->trace_len : 0;
+	} else if (hdr->type == MSG_TRACE_REP) {
+		const struct msg_TRACE_REP *tr = msg;
+		struct msg_FILE_REP as_file = { .length = tr->length };
+		if (read_file_fd(mfd, &as_file, &out, &rep.out_len) < 0) {
+			fail(p, PERR_INTERNAL, "could not read the trace");
+			return;
+		}
+		rep.out = out;
 	} else if (hdr->type == MSG_FILE_REP) {
 		if (read_file_fd(mfd, msg, &out, &rep.out_len) < 0) {
 			fail(p, PERR_INTERNAL, "could not read the file's bytes");
@@ -488,4 +502,9 @@ int stub_file_op(const struct msg_FILE_OP *m, const char *content, size_t len, s
 		c.size = len;
 	}
 	return send_req_fd(ch, proto_chan_next_id(ch), MSG_FILE_OP, &c, fd, MSG_FILE_REP, 0, cb, arg);
+}
+
+int stub_trace(const struct msg_TRACE_GET *m, stub_cb cb, void *arg)
+{
+	return send_req(API->launcher, MSG_TRACE_GET, m, MSG_TRACE_REP, 0, cb, arg);
 }

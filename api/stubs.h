@@ -20,6 +20,8 @@ struct event_base;
 #define STUB_SWEEP_MS           250u /* how often the deadlines are checked */
 /* bytes read from a RUN_REP memfd: both streams at the launcher's own per-stream cap */
 #define STUB_RUN_OUTPUT_MAX (2ull * PROTO_RUN_OUTPUT_MAX)
+/* bytes of trace lines a RUN_REP carries (launcher/trace.h TRACE_RUN_MAX) */
+#define STUB_RUN_TRACE_MAX PROTO_RUN_TRACE_MAX
 /* code plus stdin up to this size go inline in the RUN message, larger in a memfd */
 #define STUB_RUN_INLINE_MAX (48u << 10)
 
@@ -36,6 +38,8 @@ struct stub_reply {
 	size_t out_len;
 	const char *errout;
 	size_t errout_len;
+	const char *trace; /* RUN_REP: the run's trace lines, or NULL */
+	size_t trace_len;
 };
 typedef void (*stub_cb)(const struct stub_reply *rep, void *arg);
 /* One chunk of a streamed run's output (chan: STREAM_STDOUT | STREAM_STDERR). The chunk is
@@ -84,6 +88,8 @@ int stub_kill(const struct msg_KILL *m, stub_cb cb, void *arg);
 /* A file operation; a WRITE's content (len bytes, at most PROTO_FILE_MAX) travels in a
  * sealed memfd. The reply's out/out_len carry a READ's bytes or a LIST's records. */
 #define STUB_FILE_FD_MAX (16ull << 20) /* a FILE_REP memfd: a read, or 10000 entries */
+/* A sandbox's trace lines: the reply's out/out_len. */
+int stub_trace(const struct msg_TRACE_GET *m, stub_cb cb, void *arg);
 int stub_file_op(const struct msg_FILE_OP *m, const char *content, size_t len, stub_cb cb, void *arg);
 
 #endif

@@ -28,6 +28,13 @@ uint64_t now_ms(void)
 
 uint64_t now_unix_s(void) { return (uint64_t)time(NULL); }
 
+uint64_t now_unix_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 int fmt_iso8601(uint64_t unix_s, char *buf, size_t bufsz)
 {
 	time_t t = (time_t)unix_s;

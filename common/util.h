@@ -16,6 +16,7 @@ uint64_t now_ms(void);       /* CLOCK_MONOTONIC */
  * retried against the same deadline). 0, -ETIMEDOUT or -errno. */
 int wait_readable(int fd, unsigned ms);
 uint64_t now_unix_s(void);   /* wall clock, seconds */
+uint64_t now_unix_ms(void);  /* wall clock, milliseconds */
 int fmt_iso8601(uint64_t unix_s, char *buf, size_t bufsz); /* "2026-12-02T10:00:00Z" */
 
 /* prefix + n random lowercase alphanumerics from getrandom(): "sbx_8f3k2a..." */

@@ -20,6 +20,7 @@
 #include "registry.h"
 #include "sandbox.h"
 #include "store.h"
+#include "trace.h"
 #include "util.h"
 
 struct launcher *dispatch_L;
@@ -525,6 +526,7 @@ static void h_sbx_delete(struct proto_chan *ch, const struct proto_hdr *h, void 
 		return;
 	}
 	run_sandbox_cleanup(dispatch_L, &s); /* docker: its container goes too */
+	trace_remove(dispatch_L, s.id);      /* and its trace log */
 	/* the image goes whole: unmount and unlink need no new space, however full it is */
 	if ((r = disk_image_release(dispatch_L, s.id, s.workdir)) < 0)
 		log_warnx("sandbox %s: releasing its disk image: %s", s.id, strerror(-r));
@@ -712,6 +714,7 @@ GUARDED(dispatch_h_run_get)
 GUARDED(dispatch_h_ps)
 GUARDED(dispatch_h_kill)
 GUARDED(dispatch_h_file_op)
+GUARDED(dispatch_h_trace_get)
 GUARDED(h_mount_add)
 GUARDED(h_mount_del)
 GUARDED(h_profile_get)
@@ -733,6 +736,7 @@ static const struct proto_dispatch api_table[] = {
 	{ MSG_PS_REQ, ROLE_API, g_dispatch_h_ps },
 	{ MSG_KILL, ROLE_API, g_dispatch_h_kill },
 	{ MSG_FILE_OP, ROLE_API, g_dispatch_h_file_op },
+	{ MSG_TRACE_GET, ROLE_API, g_dispatch_h_trace_get },
 	{ MSG_MOUNT_ADD, ROLE_API, g_h_mount_add },
 	{ MSG_MOUNT_DEL, ROLE_API, g_h_mount_del },
 	{ MSG_PROFILE_GET, ROLE_API, g_h_profile_get },

@@ -13,6 +13,7 @@
 #include "dispatch_int.h"
 #include "files.h"
 #include "log.h"
+#include "trace.h"
 #include "procs.h"
 #include "run_input.h"
 #include "run_stream.h"
@@ -20,14 +21,15 @@
 #include "store.h"
 #include "util.h"
 
-/* stdout then stderr in one sealed-size memfd: outputs can exceed one packet */
-static int output_memfd(const char *out, size_t out_len, const char *err, size_t err_len)
+/* stdout, stderr, then the trace lines in one memfd: outputs can exceed one packet */
+static int output_memfd(const char *out, size_t out_len, const char *err, size_t err_len,
+                        const char *trace, size_t trace_len)
 {
 	int fd = memfd_create("sbx-run-output", MFD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if ((out_len && write_all(fd, out, out_len) < 0) || (err_len && write_all(fd, err, err_len) < 0) ||
-	    lseek(fd, 0, SEEK_SET) < 0) {
+	    (trace_len && write_all(fd, trace, trace_len) < 0) || lseek(fd, 0, SEEK_SET) < 0) {
 		int e = errno ? errno : EIO;
 		close(fd);
 		return -e;
@@ -57,9 +59,11 @@ static void send_run_rep(struct proto_chan *ch, uint32_t id, const struct run_re
 		.note = r->note ? r->note : (char *)"",
 		.refused = r->refused,
 		.running = r->running,
+		.trace_len = with_output && r->trace ? r->trace_len : 0,
 	};
 	int mfd = -1;
-	if (with_output && (mfd = output_memfd(r->out, r->out_len, r->err, r->err_len)) < 0) {
+	if (with_output && (mfd = output_memfd(r->out, r->out_len, r->err, r->err_len, r->trace,
+	                                       r->trace ? r->trace_len : 0)) < 0) {
 		reply_err(ch, id, PERR_INTERNAL, "passing the output: %s", strerror(-mfd));
 		return;
 	}
@@ -305,6 +309,13 @@ void dispatch_h_run_get(struct proto_chan *ch, const struct proto_hdr *h, void *
 		          in->run_id, rc == -ENOENT ? "not found" : strerror(-rc));
 		return;
 	}
+	if (r.trace_end > r.trace_start || (r.running && r.trace_start >= 0)) {
+		bool cut;
+		free(r.trace);
+		r.trace = NULL;
+		trace_read(dispatch_L, in->sandbox_id, in->run_id, r.trace_start,
+		           r.running ? -1 : r.trace_end, 0, TRACE_RUN_MAX, &r.trace, &r.trace_len, &cut);
+	}
 	send_run_rep(ch, h->id, &r, true);
 	run_result_clear(&r);
 }
@@ -448,4 +459,55 @@ void dispatch_h_file_op(struct proto_chan *ch, const struct proto_hdr *h, void *
 	/* files_start takes fd and answers through file_done exactly once */
 	files_start(dispatch_L, &s, in, fd, file_done, p);
 	sandbox_clear(&s);
+}
+
+/* ---- trace ------------------------------------------------------------------------------ */
+
+void dispatch_h_trace_get(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	struct msg_TRACE_GET *in = m;
+	struct msg_TRACE_REP rep = { 0 };
+	_cleanup_free_ char *buf = NULL;
+	struct run_result run;
+	struct sandbox s;
+	int64_t start = 0, end = -1;
+	size_t len = 0;
+	int mfd = -1, r;
+
+	if (in->run_id[0] && !sandbox_id_valid(in->run_id)) {
+		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "run: 1..%u of [a-z0-9_]", PROTO_ID_MAX);
+		return;
+	}
+	if (load_sandbox(ch, h->id, in->sandbox_id, &s) < 0)
+		return;
+	rep.tracing = s.tracing;
+	sandbox_clear(&s);
+	if (in->run_id[0]) { /* a run's own range; a live one up to now */
+		if ((r = runner_snapshot(in->sandbox_id, in->run_id, &run)) == -ENOENT)
+			r = store_run_get(dispatch_L->db, in->sandbox_id, in->run_id, &run);
+		if (r < 0) {
+			reply_err(ch, h->id, r == -ENOENT ? PERR_NOT_FOUND : PERR_INTERNAL, "run %s: %s",
+			          in->run_id, r == -ENOENT ? "not found" : strerror(-r));
+			return;
+		}
+		start = run.trace_start;
+		end = run.running ? -1 : run.trace_end;
+		if (!run.running && run.trace_end <= run.trace_start)
+			start = end = 0; /* the run recorded nothing */
+		run_result_clear(&run);
+	}
+	r = start == 0 && end == 0 ? 0
+	                           : trace_read(dispatch_L, in->sandbox_id, in->run_id[0] ? in->run_id : NULL,
+	                                        start, end, in->since_ms, TRACE_READ_MAX, &buf, &len,
+	                                        (bool *)&rep.truncated);
+	if (r < 0 && r != -ENOENT) {
+		reply_err(ch, h->id, PERR_INTERNAL, "reading the trace: %s", strerror(-r));
+		return;
+	}
+	if (len && (mfd = output_memfd(buf, len, NULL, 0, NULL, 0)) < 0) {
+		reply_err(ch, h->id, PERR_INTERNAL, "passing the trace: %s", strerror(-mfd));
+		return;
+	}
+	rep.length = len;
+	proto_chan_send(ch, MSG_TRACE_REP, h->id, &rep, mfd);
 }

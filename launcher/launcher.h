@@ -140,6 +140,9 @@ struct run_result {
 	char *note;
 	struct proto_strv refused; /* network refusals, "KIND PORT AT_MS HOST" (RUN_REP) */
 	bool running; /* a snapshot of a live run: no exit status yet, the output so far */
+	int64_t trace_start, trace_end; /* the run's events in its sandbox's trace log, -1: none */
+	char *trace; /* RUN_REP: the run's trace lines (launcher/trace.h), or NULL */
+	size_t trace_len;
 };
 void run_result_clear(struct run_result *r);
 

@@ -28,6 +28,7 @@
 #include "proto_chan.h"
 #include "runner.h"
 #include "store.h"
+#include "trace.h"
 #include "util.h"
 
 static _Noreturn void usage(void)
@@ -220,6 +221,14 @@ int main(int argc, char **argv)
 		log_warnx("bwrap not found: runs are DEGRADED (no OS barrier)");
 	L.jail_init_path = find_sibling("sbx-jail-init");
 	L.net_path = find_sibling("sbx-net");
+	if (L.jail_init_path) { /* the tracing shims sit beside the binaries */
+		char *slash, dir[PATH_MAX];
+		snprintf(dir, sizeof(dir), "%s", L.jail_init_path);
+		if ((slash = strrchr(dir, '/'))) {
+			*slash = '\0';
+			trace_init(dir);
+		}
+	}
 	L.pasta_path = find_pasta();
 	L.landlock_abi = confine_landlock_abi();
 	if (L.landlock_abi < 0)

@@ -34,6 +34,7 @@
 #include "registry.h"
 #include "sandbox.h"
 #include "store.h"
+#include "trace.h"
 #include "util.h"
 
 #define RUN_FSIZE_MAX   (1ull << 30)
@@ -163,6 +164,7 @@ struct run {
 	unsigned gen;         /* warm_gen then (policy, capabilities) */
 	uint64_t warm_since;  /* now_ms() when it was built */
 	struct netrun net;    /* the network fence (netrun.h) */
+	struct trace_run trace; /* tracing (trace.h) */
 };
 
 static LIST_HEAD(run_list, run) runs = LIST_HEAD_INITIALIZER(runs);
@@ -262,6 +264,7 @@ static void cg_later_flush(void)
 static void run_free(struct run *r)
 {
 	netrun_release(&r->net, NULL); /* a run that never completed: no refusals to keep */
+	trace_finish(&r->trace, NULL);
 	registry_release_run(registry_launcher(), r->res.id);
 	if (r->have_cg)
 		cg_remove(r->L, &r->cg);
@@ -546,6 +549,14 @@ static void act_complete(struct run *r)
 	if (res->timed_out)
 		append_note(r, "killed at its deadline");
 	netrun_release(&r->net, res); /* pasta ends; the proxy's refusals join the result */
+	if (r->trace.on) { /* the run's range of its sandbox's trace log, and its lines */
+		bool cut = false;
+		trace_finish(&r->trace, res);
+		if (trace_read(r->L, r->sb.id, res->id, res->trace_start, res->trace_end, 0,
+		               TRACE_RUN_MAX, &res->trace, &res->trace_len, &cut) == 0 && cut)
+			append_note(r, "the run's trace is longer than its result carries: "
+			               "GET /sandboxes/{id}/trace?run= has all of it");
+	}
 	if (r->net.why[0])
 		append_note(r, r->net.why);
 	LIST_REMOVE(r, entry);
@@ -690,9 +701,15 @@ static int env_build(const struct sandbox *s, const struct backend_fences *f, st
 	if ((r = proto_strv_push(env, kv)) < 0 || (r = proto_strv_push(env, "LANG=C.UTF-8")) < 0 ||
 	    (r = proto_strv_push(env, "TERM=dumb")) < 0 || (r = proto_strv_push(env, "TMPDIR=/tmp")) < 0)
 		return r;
-	for (uint32_t i = 0; i < s->env.n; i++)
-		if ((r = proto_strv_push(env, s->env.v[i])) < 0)
+	for (uint32_t i = 0; i < s->env.n; i++) {
+		/* a key the fence sets is the fence's (tracing merges the sandbox's value in) */
+		size_t kl = strcspn(s->env.v[i], "=");
+		bool fence_sets = false;
+		for (uint32_t j = 0; j < f->env.n && !fence_sets; j++)
+			fence_sets = strncmp(f->env.v[j], s->env.v[i], kl + 1) == 0;
+		if (!fence_sets && (r = proto_strv_push(env, s->env.v[i])) < 0)
 			return r;
+	}
 	for (uint32_t i = 0; i < f->env.n; i++)
 		if ((r = proto_strv_push(env, f->env.v[i])) < 0)
 			return r;
@@ -851,6 +868,19 @@ static int run_spawn(struct run *r, const struct run_request *req)
 		for (size_t i = 0; i < sizeof(proxy_env) / sizeof(proxy_env[0]); i++)
 			if ((e = proto_strv_push(&fences.env, proxy_env[i])) < 0)
 				goto out;
+	/* tracing binds its shims and FIFO and names them in the environment */
+	if (r->sb.tracing && r->iso == ISO_BWRAP) {
+		e = trace_prepare(L, &r->sb, r->res.id, L->root ? r->sb.jail_uid : geteuid(), &r->trace,
+		                  &fences.binds, &fences.env);
+		if (e == -ENOENT)
+			append_note(r, "tracing is on but its shims are missing next to the launcher: "
+			               "this run is not traced");
+		else if (e < 0)
+			goto out;
+		e = 0;
+	} else if (r->sb.tracing) {
+		append_note(r, "tracing needs the bwrap backend: this run is not traced");
+	}
 	if ((e = script_build(r, req->language, req->code, req->stdin_data, code_name, stdin_name,
 	                      sizeof(code_name))) < 0 ||
 	    (e = env_build(&r->sb, &fences, &env)) < 0 || (e = pipe_pair(&sync_r, &sync_w)) < 0 ||
@@ -1025,6 +1055,7 @@ static void warm_prepare(struct launcher *L, const char *sandbox_id)
 	r->warm = true;
 	r->gen = warm_gen;
 	r->in_fd = r->info_fd = r->out.fd = r->err.fd = r->block_w = -1;
+	r->trace.fifo = r->trace.log = -1;
 	r->warm_since = now_ms();
 	/* a jail with a network fence is built ahead with its fence: pasta attached (its start
 	 * is most of such a run's cost) or the proxy's session open, the ready byte waiting in
@@ -1201,6 +1232,7 @@ int runner_start(struct launcher *L, const struct run_request *req, struct sandb
 	r->sb = *sb; /* the run owns the sandbox's strings now */
 	memset(sb, 0, sizeof(*sb));
 	r->in_fd = r->info_fd = r->out.fd = r->err.fd = r->block_w = -1;
+	r->trace.fifo = r->trace.log = -1;
 	r->done = done;
 	r->done_arg = arg;
 	r->on_output = req->on_output;
@@ -1308,6 +1340,8 @@ static int snapshot(const struct run *r, struct run_result *ret)
 	snprintf(ret->id, sizeof(ret->id), "%s", src->id);
 	snprintf(ret->sandbox_id, sizeof(ret->sandbox_id), "%s", src->sandbox_id);
 	ret->duration_ms = r->started_ms ? now_ms() - r->started_ms : 0;
+	ret->trace_start = r->trace.on ? r->trace.start : -1;
+	ret->trace_end = -1;
 	ret->out_len = r->out.cap.len;
 	ret->err_len = r->err.cap.len;
 	ret->out_truncated = r->out.cap.truncated;

@@ -601,7 +601,8 @@ void sandbox_note(const struct sandbox *s, const struct net_machine *m, char *bu
 		         "--network none, or the engine's open network with network: true");
 	if (s->tracing)
 		note_append(buf, bufsz, &n,
-		         "tracing is not implemented yet: runs record no trace events");
+		         "tracing observes Python and Node programs through hooks inside them: a "
+		         "program can evade or forge its events, and other programs are not traced");
 }
 
 void sandbox_note_run(const struct sandbox *s, const struct net_machine *m, char **note)

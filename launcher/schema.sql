@@ -61,7 +61,9 @@ CREATE TABLE runs (
 	note             TEXT NOT NULL DEFAULT '',
 	code             TEXT NOT NULL DEFAULT '',
 	created_at       INTEGER NOT NULL,
-	net_refused      TEXT NOT NULL DEFAULT '' -- schema 4: "KIND PORT AT_MS HOST" per line
+	net_refused      TEXT NOT NULL DEFAULT '', -- schema 4: "KIND PORT AT_MS HOST" per line
+	trace_start      INTEGER NOT NULL DEFAULT -1, -- schema 5: byte offsets of the run's events
+	trace_end        INTEGER NOT NULL DEFAULT -1  -- in <data>/traces/<sandbox>/trace.log; -1: none
 );
 CREATE INDEX runs_sandbox ON runs(sandbox_id, seq);
 

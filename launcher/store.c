@@ -61,6 +61,9 @@ static const struct store_migration {
 	{ "ALTER TABLE sandboxes ADD COLUMN proxy_allow TEXT NOT NULL DEFAULT '';"
 	  "ALTER TABLE sandboxes ADD COLUMN proxy_private INTEGER NOT NULL DEFAULT 0;"
 	  "ALTER TABLE runs ADD COLUMN net_refused TEXT NOT NULL DEFAULT ''", NULL },
+	/* 4 -> 5: where each run's trace events start and end in its sandbox's trace log */
+	{ "ALTER TABLE runs ADD COLUMN trace_start INTEGER NOT NULL DEFAULT -1;"
+	  "ALTER TABLE runs ADD COLUMN trace_end INTEGER NOT NULL DEFAULT -1", NULL },
 };
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == STORE_SCHEMA_VERSION - 1,
                "one migration per schema version after the first");
@@ -686,7 +689,7 @@ int store_jail_uid_next(sqlite3 *db, uint32_t *ret_uid)
 #define RUN_COLS                                                                                   \
 	"id, sandbox_id, language, entrance, has_exit_code, exit_code, signal, timed_out, "       \
 	"stdout, stderr, stdout_truncated, stderr_truncated, duration_ms, isolation, limits, "    \
-	"note, created_at, net_refused"
+	"note, created_at, net_refused, trace_start, trace_end"
 
 void run_result_clear(struct run_result *r)
 {
@@ -697,7 +700,9 @@ void run_result_clear(struct run_result *r)
 	proto_strv_clear(&r->limits);
 	proto_strv_clear(&r->refused);
 	free(r->note);
+	free(r->trace);
 	memset(r, 0, sizeof(*r));
+	r->trace_start = r->trace_end = -1;
 }
 
 int store_run_insert(sqlite3 *db, const struct run_result *r, const char *code)
@@ -715,7 +720,7 @@ int store_run_insert(sqlite3 *db, const struct run_result *r, const char *code)
 		code_len = SBX_STORED_CODE_MAX;
 	rc = store_prepare(db,
 	                   "INSERT INTO runs (" RUN_COLS ", code) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-	                   "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+	                   "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
 	                   &st);
 	if (rc < 0)
 		return rc;
@@ -739,7 +744,9 @@ int store_run_insert(sqlite3 *db, const struct run_result *r, const char *code)
 	sqlite3_bind_text(st, 16, r->note ? r->note : "", -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, 17, (sqlite3_int64)r->created_at);
 	sqlite3_bind_text(st, 18, refused, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_text(st, 19, code ? code : "", (int)code_len, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 19, r->trace_start);
+	sqlite3_bind_int64(st, 20, r->trace_end);
+	sqlite3_bind_text(st, 21, code ? code : "", (int)code_len, SQLITE_TRANSIENT);
 	return store_err(sqlite3_step(st));
 }
 
@@ -793,6 +800,8 @@ static int store_run_row(sqlite3_stmt *st, struct run_result *ret)
 	r.duration_ms = (uint64_t)sqlite3_column_int64(st, 12);
 	r.isolation = store_isolation_static(sqlite3_column_text(st, 13));
 	r.created_at = (uint64_t)sqlite3_column_int64(st, 16);
+	r.trace_start = sqlite3_column_int64(st, 18);
+	r.trace_end = sqlite3_column_int64(st, 19);
 	if ((rc = store_blob_dup(st, 8, &r.out, &r.out_len)) < 0 ||
 	    (rc = store_blob_dup(st, 9, &r.err, &r.err_len)) < 0 ||
 	    (rc = strv_split((const char *)sqlite3_column_text(st, 14), &r.limits)) < 0 ||

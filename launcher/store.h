@@ -8,8 +8,8 @@
 #include "launcher.h"
 
 #define SBX_STORED_CODE_MAX PROTO_CODE_MAX /* program text kept per run */
-#define STORE_SCHEMA_VERSION 4 /* user_version after migrations (2: mounts table; 3: disk_mb;
-                                * 4: proxy) */
+#define STORE_SCHEMA_VERSION 5 /* user_version after migrations (2: mounts table; 3: disk_mb;
+                                * 4: proxy; 5: trace ranges of runs) */
 
 int store_open(const char *path, sqlite3 **ret_db);
 void store_close(sqlite3 *db);

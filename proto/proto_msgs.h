@@ -23,7 +23,7 @@
 
 #define PROTO_VERSION 6 /* 2: mounts travel as MNTV in the sandbox spec; 3: streams, run input by memfd;
                           4: limits.diskMb, PERR_INSUFFICIENT_STORAGE; 5: proxy, run refusals;
-                          6: detached runs, processes, kill, files */
+                          6: detached runs, processes, kill, files, trace */
 
 /* Limits, each a named constant with a test at and past it (tests/unit/test_proto.c). */
 #define PROTO_MSG_MAX    65536u /* whole packet, header included */
@@ -51,6 +51,10 @@
  * larger file is read in ranges); a listing names at most PROTO_FILE_LIST_MAX entries. */
 #define PROTO_FILE_MAX      (8u << 20)
 #define PROTO_FILE_LIST_MAX 10000u
+/* Trace lines (launcher/trace.h): a run's result carries at most PROTO_RUN_TRACE_MAX bytes
+ * of them, one trace request at most PROTO_TRACE_READ_MAX. */
+#define PROTO_RUN_TRACE_MAX  (1u << 20)
+#define PROTO_TRACE_READ_MAX (4u << 20)
 
 /* Streams (proto_stream.h): data larger than a packet, or data that arrives over time,
  * travels as numbered chunks of one stream; at most PROTO_STREAM_WINDOW chunks are in
@@ -225,7 +229,8 @@ enum proto_stream_chan {
 	F(S, STR, run_id, PROTO_ID_MAX)
 
 /* A run's result. When an fd is attached it is a memfd holding stdout_len bytes of
- * stdout followed by stderr_len bytes of stderr (outputs can exceed one packet).
+ * stdout followed by stderr_len bytes of stderr (outputs can exceed one packet), then
+ * trace_len bytes of the run's trace lines (launcher/trace.h: "RUN_ID ARRIVAL_MS JSON\n").
  * limits: "memory=cgroup-v1", "pids=rlimit", ... what was actually enforced.
  * refused: the network refusals the engine saw, each "KIND PORT AT_MS HOST" (KIND lookup |
  * connect; HOST a name or an address), at most PROTO_REFUSED_MAX. */
@@ -248,7 +253,8 @@ enum proto_stream_chan {
 	F(S, STRV, limits, PROTO_LIST_MAX)                                                            \
 	F(S, STR, note, PROTO_STR_MAX)                                                                \
 	F(S, STRV, refused, PROTO_REFUSED_MAX)                                                        \
-	F(S, BOOL, running, 0)
+	F(S, BOOL, running, 0)                                                                        \
+	F(S, U64, trace_len, 0)
 
 #define MSG_MOUNT_ADD_FIELDS(F, S)                                                                    \
 	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
@@ -332,6 +338,17 @@ enum proto_stream_chan {
 	F(S, U32, count, 0)                                                                           \
 	F(S, BOOL, truncated, 0)
 
+/* A sandbox's trace lines (launcher/trace.h), of one run (run_id) or all, arrived at or
+ * after since_ms; the reply's fd is a memfd of length bytes of lines. */
+#define MSG_TRACE_GET_FIELDS(F, S)                                                                    \
+	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
+	F(S, STR, run_id, PROTO_ID_MAX)                                                               \
+	F(S, U64, since_ms, 0)
+#define MSG_TRACE_REP_FIELDS(F, S)                                                                    \
+	F(S, U64, length, 0)                                                                          \
+	F(S, BOOL, tracing, 0)                                                                        \
+	F(S, BOOL, truncated, 0)
+
 /* Streams. The opener picks the stream id (for a run's output: the id of the RUN request
  * that asked for it) and the ids are unique per channel while open. Chunks are numbered
  * from 0 without gaps; ACK carries how many chunks the receiver has consumed so far;
@@ -393,6 +410,8 @@ enum proto_stream_chan {
 	X(KILL_REP, 47, PROTO_FD_NONE, ROLE_LAUNCHER, MSG_KILL_REP_FIELDS)                         \
 	X(FILE_OP, 48, PROTO_FD_OPTIONAL, ROLE_API, MSG_FILE_OP_FIELDS)                            \
 	X(FILE_REP, 49, PROTO_FD_OPTIONAL, ROLE_LAUNCHER, MSG_FILE_REP_FIELDS)                     \
+	X(TRACE_GET, 50, PROTO_FD_NONE, ROLE_API, MSG_TRACE_GET_FIELDS)                            \
+	X(TRACE_REP, 51, PROTO_FD_OPTIONAL, ROLE_LAUNCHER, MSG_TRACE_REP_FIELDS)                   \
 	X(STREAM_DATA, 60, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_API, MSG_STREAM_DATA_FIELDS)        \
 	X(STREAM_ACK, 62, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_API, MSG_STREAM_ACK_FIELDS)          \
 	X(STREAM_END, 64, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_API, MSG_STREAM_END_FIELDS)          \

@@ -175,12 +175,12 @@ test('sbx_create takes mounts, ports and tracing; what is not enforced is noted 
   assert.deepEqual(sc.mounts, [{ source: '/usr/share/doc', target: 'doc', readOnly: true }]);
   // a loopback port is a Landlock port rule: the note says it reaches that port on every host
   assert.match(sc.note ?? '', /every remote host/);
-  assert.match(sc.note ?? '', /tracing is not implemented yet/);
+  assert.match(sc.note ?? '', /tracing observes Python and Node/);
   const run = structured(await state.client.callTool({
     name: 'sbx_run', arguments: { sandboxId: sc.id, language: 'sh', code: 'ls doc >/dev/null && echo seen' },
   }), 'sbx_run');
   assert.equal(run.stdout, 'seen\n', JSON.stringify(run));
-  assert.match(run.note ?? '', /tracing is not implemented yet/, JSON.stringify(run));
+  assert.match(run.note ?? '', /tracing observes Python and Node/, JSON.stringify(run));
   await state.client.callTool({ name: 'sbx_delete', arguments: { sandboxId: sc.id } });
 });
 
@@ -264,6 +264,22 @@ test('sbx_write, sbx_ls, sbx_read, sbx_mkdir, sbx_rm: text and binary round-trip
   const gone = await call('sbx_ls', { path: 'notes' });
   assert.ok(gone.isError);
   assert.match(errorMessage(gone, 'sbx_ls gone'), /no such file/);
+  await state.client.callTool({ name: 'sbx_delete', arguments: { sandboxId: sc.id } });
+});
+
+test('sbx_trace: a traced python run reports its write and spawn, by run and in the result', async () => {
+  const sc = structured(await state.client.callTool({ name: 'sbx_create', arguments: { name: 'e2e-trace', tracing: true } }), 'sbx_create');
+  const run = structured(await state.client.callTool({
+    name: 'sbx_run',
+    arguments: { sandboxId: sc.id, language: 'python', code: "import subprocess\nopen('t.txt','w').write('x')\nsubprocess.run(['true'])\n" },
+  }), 'sbx_run traced');
+  assert.ok(run.trace.some((e) => e.kind === 'write' && e.path.endsWith('/t.txt')), JSON.stringify(run.trace));
+  const tr = structured(await state.client.callTool({ name: 'sbx_trace', arguments: { sandboxId: sc.id, run: run.id } }), 'sbx_trace');
+  assert.equal(tr.tracing, true);
+  assert.ok(tr.events.some((e) => e.kind === 'spawn' && e.argv[0] === 'true'), JSON.stringify(tr.events));
+  assert.ok(tr.events.every((e) => e.run === run.id));
+  const bad = await state.client.callTool({ name: 'sbx_trace', arguments: { sandboxId: sc.id, since: 'yesterday' } });
+  assert.ok(bad.isError);
   await state.client.callTool({ name: 'sbx_delete', arguments: { sandboxId: sc.id } });
 });
 

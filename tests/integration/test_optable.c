@@ -38,6 +38,7 @@ static const struct route {
 	{ "GET", "/sandboxes/{id}/files/content", "sbx_read", "/sandboxes/sbx_nosuch/files/content?path=x", NULL },
 	{ "PUT", "/sandboxes/{id}/files/content", "sbx_write", "/sandboxes/sbx_nosuch/files/content?path=x", NULL },
 	{ "POST", "/sandboxes/{id}/files/dir", "sbx_mkdir", "/sandboxes/sbx_nosuch/files/dir?path=x", NULL },
+	{ "GET", "/sandboxes/{id}/trace", "sbx_trace", "/sandboxes/sbx_nosuch/trace", NULL },
 	{ "GET", "/sandboxes/{id}/mounts", NULL, "/sandboxes/sbx_nosuch/mounts", NULL },
 	{ "POST", "/sandboxes/{id}/mounts", "sbx_mount", "/sandboxes/sbx_nosuch/mounts", "{}" },
 	{ "DELETE", "/sandboxes/{id}/mounts", "sbx_unmount", "/sandboxes/sbx_nosuch/mounts?target=x", NULL },

@@ -258,7 +258,7 @@ Test(sandbox_fields, ports_and_tracing_are_noted_on_the_sandbox_and_each_run)
 	cr_assert(note, "no note on a sandbox with ports and tracing: %s", g.body);
 	/* a loopback port is a port rule: the note says it reaches that port on every host */
 	cr_expect(strstr(note, "every remote host"), "%s", note);
-	cr_expect(strstr(note, "tracing is not implemented yet"), "%s", note);
+	cr_expect(strstr(note, "tracing observes Python and Node"), "%s", note);
 
 	_cleanup_free_ char *rb = run_body("sh", "echo ran", NULL, 20000);
 	_cleanup_resp_ struct http_resp r = sbx_run(&sbx_it, id, rb);
@@ -266,13 +266,13 @@ Test(sandbox_fields, ports_and_tracing_are_noted_on_the_sandbox_and_each_run)
 	const char *rn = js_str(r.json, "note");
 	cr_assert(rn, "the run has no note: %s", r.body);
 	cr_expect(strstr(rn, "every remote host"), "%s", rn);
-	cr_expect(strstr(rn, "tracing is not implemented yet"), "%s", rn);
+	cr_expect(strstr(rn, "tracing observes Python and Node"), "%s", rn);
 
 	/* the run as recorded says it too */
 	snprintf(path, sizeof(path), "/api/sandbox/sandboxes/%s/runs", id);
 	_cleanup_resp_ struct http_resp h = http_req(&sbx_it, "GET", path, NULL, NULL);
 	assert_status(h, 200);
-	cr_expect(strstr(h.body, "tracing is not implemented yet"), "%s", h.body);
+	cr_expect(strstr(h.body, "tracing observes Python and Node"), "%s", h.body);
 
 	/* with neither, no note */
 	sbx_create(&sbx_it, "{\"name\":\"plain\"}", id, sizeof(id));

@@ -347,7 +347,7 @@ Test(sbx_fields, note_names_what_is_not_enforced)
 	s.tracing = true;
 	sandbox_note(&s, &m, note, sizeof(note));
 	cr_expect(strstr(note, "every remote host"), "%s", note);
-	cr_expect(strstr(note, "tracing is not implemented yet"), "%s", note);
+	cr_expect(strstr(note, "tracing observes Python and Node"), "%s", note);
 	run_note = strdup("earlier");
 	sandbox_note_run(&s, &m, &run_note);
 	cr_expect(strncmp(run_note, "earlier; ", 9) == 0 && strstr(run_note, note), "%s", run_note);
