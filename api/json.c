@@ -609,6 +609,14 @@ static int parse_value(const struct jfield *f, yajl_val v, const char *path, voi
 			BAD("%s: must be a boolean", path);
 		*(bool *)at = YAJL_IS_TRUE(v);
 		return 0;
+	case SBXJ_TRACING:
+		if (YAJL_IS_TRUE(v) || YAJL_IS_FALSE(v))
+			*(uint32_t *)at = YAJL_IS_TRUE(v) ? SBX_TRACING_LANG : SBX_TRACING_OFF;
+		else if (YAJL_IS_STRING(v) && strcmp(v->u.string, "syscalls") == 0)
+			*(uint32_t *)at = SBX_TRACING_SYSCALLS;
+		else
+			BAD("%s: must be false, true or \"syscalls\"", path);
+		return 0;
 	case SBXJ_UINT:
 		if (!YAJL_IS_INTEGER(v) || YAJL_GET_INTEGER(v) < 0 ||
 		    (f->kind == PK_U32 && YAJL_GET_INTEGER(v) > UINT32_MAX))
@@ -797,6 +805,14 @@ static void gen_value(yajl_gen g, const struct jfield *f, const void *at)
 	case SBXJ_BOOL:
 		yajl_gen_bool(g, *(const bool *)at);
 		break;
+	case SBXJ_TRACING: {
+		uint32_t t = *(const uint32_t *)at;
+		if (t == SBX_TRACING_SYSCALLS)
+			json_gen_str(g, "syscalls");
+		else
+			yajl_gen_bool(g, t != SBX_TRACING_OFF);
+		break;
+	}
 	case SBXJ_UINT:
 		yajl_gen_integer(g, f->kind == PK_U32 ? (long long)*(const uint32_t *)at
 		                                      : (long long)*(const uint64_t *)at);
@@ -902,7 +918,8 @@ static void ev_copy(yajl_gen g, yajl_val ev, const char *key, yajl_type want)
 
 void json_gen_trace_events(yajl_gen g, const char *lines, size_t len, unsigned *ret_count)
 {
-	static const char *const kinds[] = { "read", "write", "spawn", "connect", "lookup" };
+	static const char *const kinds[] = { "read", "write", "spawn", "connect", "lookup",
+		                             "bind", "unlink", "rename" };
 	unsigned count = 0;
 	yajl_gen_array_open(g);
 	for (size_t off = 0; lines && off < len;) {
@@ -939,6 +956,8 @@ void json_gen_trace_events(yajl_gen g, const char *lines, size_t len, unsigned *
 		ev_copy(g, ev, "path", yajl_t_string);
 		ev_copy(g, ev, "host", yajl_t_string);
 		ev_copy(g, ev, "port", yajl_t_number);
+		ev_copy(g, ev, "to", yajl_t_string);
+		ev_copy(g, ev, "source", yajl_t_string);
 		if ((argv = yajl_tree_get(ev, (const char *[]){ "argv", NULL }, yajl_t_array))) {
 			json_gen_key(g, "argv");
 			yajl_gen_array_open(g);

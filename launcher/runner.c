@@ -34,6 +34,7 @@
 #include "registry.h"
 #include "sandbox.h"
 #include "store.h"
+#include "sysnotify.h"
 #include "trace.h"
 #include "util.h"
 
@@ -165,6 +166,7 @@ struct run {
 	uint64_t warm_since;  /* now_ms() when it was built */
 	struct netrun net;    /* the network fence (netrun.h) */
 	struct trace_run trace; /* tracing (trace.h) */
+	struct sysnotify sn;    /* tracing "syscalls" (sysnotify.h) */
 };
 
 static LIST_HEAD(run_list, run) runs = LIST_HEAD_INITIALIZER(runs);
@@ -264,6 +266,7 @@ static void cg_later_flush(void)
 static void run_free(struct run *r)
 {
 	netrun_release(&r->net, NULL); /* a run that never completed: no refusals to keep */
+	sysnotify_release(&r->sn);
 	trace_finish(&r->trace, NULL);
 	registry_release_run(registry_launcher(), r->res.id);
 	if (r->have_cg)
@@ -549,6 +552,7 @@ static void act_complete(struct run *r)
 	if (res->timed_out)
 		append_note(r, "killed at its deadline");
 	netrun_release(&r->net, res); /* pasta ends; the proxy's refusals join the result */
+	sysnotify_release(&r->sn); /* every process is gone: nothing waits on a call */
 	if (r->trace.on) { /* the run's range of its sandbox's trace log, and its lines */
 		bool cut = false;
 		trace_finish(&r->trace, res);
@@ -628,6 +632,7 @@ struct child_fds {
 	bool in_v2;                  /* created in its cgroup2 group (clone3) */
 	int block;                   /* built ahead: bwrap --block-fd, or -1 */
 	int ready, netsync;          /* the network fence (netrun.h), or -1 */
+	int notify;                  /* tracing "syscalls": the listener's way out, or -1 */
 };
 
 static _Noreturn void child_main(const struct backend_ops *ops, struct backend_child *c,
@@ -635,7 +640,7 @@ static _Noreturn void child_main(const struct backend_ops *ops, struct backend_c
 {
 	struct rlimit rl;
 	char ch;
-	int keep[5], jr;
+	int keep[6], jr;
 	size_t nkeep = 0;
 
 	setsid();
@@ -663,6 +668,8 @@ static _Noreturn void child_main(const struct backend_ops *ops, struct backend_c
 		backend_child_fail("ready fd");
 	if (f->netsync >= 0 && dup2(f->netsync, BACKEND_CHILD_FD_NETSYNC) < 0)
 		backend_child_fail("network sync fd");
+	if (f->notify >= 0 && dup2(f->notify, BACKEND_CHILD_FD_NOTIFY) < 0)
+		backend_child_fail("notify fd");
 	if (f->info >= 0)
 		keep[nkeep++] = BACKEND_CHILD_FD_INFO;
 	if (f->seccomp >= 0)
@@ -673,6 +680,8 @@ static _Noreturn void child_main(const struct backend_ops *ops, struct backend_c
 		keep[nkeep++] = BACKEND_CHILD_FD_READY;
 	if (f->netsync >= 0)
 		keep[nkeep++] = BACKEND_CHILD_FD_NETSYNC;
+	if (f->notify >= 0)
+		keep[nkeep++] = BACKEND_CHILD_FD_NOTIFY;
 	close_fds_from(3, keep, nkeep);
 
 	rl = (struct rlimit){ 0, 0 };
@@ -881,6 +890,13 @@ static int run_spawn(struct run *r, const struct run_request *req)
 	} else if (r->sb.tracing) {
 		append_note(r, "tracing needs the bwrap backend: this run is not traced");
 	}
+	if (r->trace.on && r->sb.tracing == SBX_TRACING_SYSCALLS) {
+		if (!L->jail_init_path)
+			append_note(r, "tracing \"syscalls\" needs sbx-jail-init next to the launcher: "
+			               "this run is not traced");
+		else if ((e = sysnotify_prepare(&r->sn, L->base, &r->trace)) < 0)
+			goto out;
+	}
 	if ((e = script_build(r, req->language, req->code, req->stdin_data, code_name, stdin_name,
 	                      sizeof(code_name))) < 0 ||
 	    (e = env_build(&r->sb, &fences, &env)) < 0 || (e = pipe_pair(&sync_r, &sync_w)) < 0 ||
@@ -917,7 +933,8 @@ static int run_spawn(struct run *r, const struct run_request *req)
 	f = (struct child_fds){ .sync = sync_r, .in = in_r, .out = out_w, .err = err_w,
 		                .info = sp.info_w, .seccomp = sp.seccomp_fd,
 		                .cg = r->have_cg ? &r->cg : NULL, .block = block_r,
-		                .ready = r->net.ready_r, .netsync = r->net.sync_child };
+		                .ready = r->net.ready_r, .netsync = r->net.sync_child,
+		                .notify = r->sn.child_end };
 	if (r->have_cg)
 		cgfd = cgroup_run_clone_fd(&r->cg);
 	if ((pid = spawn_child(cgfd, &f.in_v2)) < 0) {
@@ -928,6 +945,7 @@ static int run_spawn(struct run *r, const struct run_request *req)
 		child_main(r->ops, &c, &f, r->timeout_ms);
 	r->pid = pid;
 	r->info_fd = steal_fd(&sp.info_r);
+	sysnotify_spawned(&r->sn); /* the jail has its end */
 	/* registered before the program runs: the child waits on sync_r until here */
 	if ((e = registry_add(registry_launcher(), r->sb.id, r->res.id, pid, REG_LEADER,
 	                      r->have_cg ? r->cg.kill : NULL)) < 0)
@@ -1056,6 +1074,7 @@ static void warm_prepare(struct launcher *L, const char *sandbox_id)
 	r->gen = warm_gen;
 	r->in_fd = r->info_fd = r->out.fd = r->err.fd = r->block_w = -1;
 	r->trace.fifo = r->trace.log = -1;
+	r->sn.sock = r->sn.child_end = r->sn.listener = -1;
 	r->warm_since = now_ms();
 	/* a jail with a network fence is built ahead with its fence: pasta attached (its start
 	 * is most of such a run's cost) or the proxy's session open, the ready byte waiting in
@@ -1233,6 +1252,7 @@ int runner_start(struct launcher *L, const struct run_request *req, struct sandb
 	memset(sb, 0, sizeof(*sb));
 	r->in_fd = r->info_fd = r->out.fd = r->err.fd = r->block_w = -1;
 	r->trace.fifo = r->trace.log = -1;
+	r->sn.sock = r->sn.child_end = r->sn.listener = -1;
 	r->done = done;
 	r->done_arg = arg;
 	r->on_output = req->on_output;

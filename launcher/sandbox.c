@@ -599,7 +599,13 @@ void sandbox_note(const struct sandbox *s, const struct net_machine *m, char *bu
 		note_append(buf, bufsz, &n,
 		         "ports and proxy.allow are not enforced by the docker backend: it runs with "
 		         "--network none, or the engine's open network with network: true");
-	if (s->tracing)
+	if (s->tracing == SBX_TRACING_SYSCALLS)
+		note_append(buf, bufsz, &n,
+		         "tracing \"syscalls\" observes the file, exec and socket calls of every "
+		         "program by seccomp user notification: it records the arguments as read "
+		         "just before the call (another thread may change them), it is no fence, and "
+		         "each reported call costs a round trip to the engine");
+	else if (s->tracing)
 		note_append(buf, bufsz, &n,
 		         "tracing observes Python and Node programs through hooks inside them: a "
 		         "program can evade or forge its events, and other programs are not traced");

@@ -53,6 +53,8 @@ void trace_init(const char *bin_dir);
  * after ours. 0 (t->on says whether anything was done) or -errno. */
 int trace_prepare(struct launcher *L, const struct sandbox *sb, const char *run_id, uid_t uid,
                   struct trace_run *t, struct proto_strv *binds, struct proto_strv *env);
+/* Append one event line (checked as a line from the FIFO is) to the run's trace. */
+void trace_emit(struct trace_run *t, const char *line, size_t len);
 /* The run ended: read what is left, close and remove the FIFO; res gets the run's range
  * and (up to TRACE_RUN_MAX) its lines. NULL res: discard. */
 void trace_finish(struct trace_run *t, struct run_result *res);

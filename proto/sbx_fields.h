@@ -39,11 +39,17 @@ enum sbx_jkind {
 	SBXJ_BACKEND, /* "direct" | "docker" */
 	SBXJ_BOOL,
 	SBXJ_UINT,    /* non-negative integer */
-	SBXJ_PORTS,   /* array of 1..65535 */
+	SBXJ_TRACING, /* false | true | "syscalls" as 0, 1, 2 */
+	SBXJ_PORTS,   /* (this one and the ones below are containers) */   /* array of 1..65535 */
 	SBXJ_STRV,    /* array of strings */
 	SBXJ_ENV,     /* object of strings, "KEY=value" on the wire */
 	SBXJ_MOUNTS,  /* array of {source, target, readOnly} */
 };
+
+/* tracing: off, the language hooks (launcher/trace.h), or seccomp user notification of
+ * the file, exec and socket system calls (launcher/sysnotify.h) */
+enum sbx_tracing { SBX_TRACING_OFF = 0, SBX_TRACING_LANG, SBX_TRACING_SYSCALLS,
+	           SBX_TRACING_MAX_ = SBX_TRACING_SYSCALLS };
 
 #define SBX_MOUNTS_MAX    32u   /* mounts per sandbox (launcher/fence/mounts.h MOUNTS_MAX) */
 #define SBX_MOUNT_STR_MAX 4096u /* bytes of a mount's source or target */
@@ -73,7 +79,8 @@ enum sbx_jkind {
 	X(A, B, ",", env,        env,         STRV, "env",       SBXJ_ENV,     env,        PROTO_LIST_MAX,  0, 0,                                         \
 	  "{\"type\":\"object\",\"additionalProperties\":" SBX_JS_STR "}", ENV)                                                                         \
 	G(X, A, B, ",", "limits", SBX_FIELDS_LIMITS, LIMITS)                                                                                             \
-	X(A, B, ",", tracing,    tracing,     BOOL, "tracing",   SBXJ_BOOL,    tracing,    0,               0, 0, SBX_JS_BOOL, TRACING)                   \
+	X(A, B, ",", tracing,    tracing,     ENUM, "tracing",   SBXJ_TRACING, tracing,    SBX_TRACING_MAX_, 0, 0,                                        \
+	  "{\"type\":[\"boolean\",\"string\"],\"enum\":[false,true,\"syscalls\"]}", TRACING)                                                                                           \
 	X(A, B, ",", image,      image,       STR,  "image",     SBXJ_STR,     image,      PROTO_NAME_MAX,  0, 0, SBX_JS_STR, IMAGE)
 
 /* ports: an update that names "ports" replaces all three lists (an absent one is empty) */

@@ -20,6 +20,7 @@ struct stage_plan;
 #define BACKEND_CHILD_FD_BLOCK   5 /* bwrap --block-fd of a jail built ahead */
 #define BACKEND_CHILD_FD_READY   6 /* sbx-jail-init --ready-fd: the network fence is up */
 #define BACKEND_CHILD_FD_NETSYNC 7 /* the leader tells the launcher its namespace is made */
+#define BACKEND_CHILD_FD_NOTIFY  8 /* sbx-jail-init --notify-fd: tracing "syscalls" */
 #define BACKEND_PATH             "/usr/local/bin:/usr/bin:/bin"
 #define BACKEND_CONTAINER_MAX    (PROTO_ID_MAX + 8u) /* "sbx-<id>" */
 

@@ -35,6 +35,13 @@ static int bwrap_build(struct launcher *L, const struct sandbox *s, const struct
 	    (r = net_plan_init_args(s, L->landlock_abi, net_ready ? BACKEND_CHILD_FD_READY : -1,
 	                            &init)) < 0)
 		return r;
+	/* tracing "syscalls": jail-init hands its notifying filter's listener out on this fd */
+	if (L->jail_init_path && s->tracing == SBX_TRACING_SYSCALLS) {
+		char fd[16];
+		snprintf(fd, sizeof(fd), "%d", BACKEND_CHILD_FD_NOTIFY);
+		if ((r = proto_strv_push(&init, "--notify-fd")) < 0 || (r = proto_strv_push(&init, fd)) < 0)
+			return r;
+	}
 	return bwrap_argv(s, &bo, ret);
 }
 

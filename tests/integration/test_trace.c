@@ -223,3 +223,72 @@ Test(trace, hand_written_event_lines_cannot_break_or_forge_the_record)
 	cr_expect_eq(ev->u.array.len, 3u, "%s", r.body);
 	cr_expect_eq(pathless, 1u, "%s", r.body);
 }
+
+/* tracing "syscalls": any program, no hooks inside it. A shell's cat of a file, its
+ * spawns with argv, a compiled C program's connect and a file's unlink all appear; reads
+ * of system libraries do not. The ports fence gives the jail inet sockets but no route
+ * out: the connect reaches only the jail's own loopback. */
+Test(trace, syscall_tracing_sees_a_shell_and_a_c_program)
+{
+	char sid[64], src[] = "/tmp/sbx-conn-XXXXXX.c", bin[64], cmd[256], path[256];
+	int fd = mkstemps(src, 2);
+	cr_assert(fd >= 0);
+	static const char prog[] =
+		"#include <arpa/inet.h>\n#include <sys/socket.h>\n#include <stdio.h>\n#include <unistd.h>\n"
+		"int main(void) { struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(18799) };\n"
+		"  int s = socket(AF_INET, SOCK_STREAM, 0); inet_pton(AF_INET, \"127.0.0.1\", &a.sin_addr);\n"
+		"  printf(\"%d\\n\", connect(s, (struct sockaddr *)&a, sizeof(a))); return 0; }\n";
+	cr_assert(write(fd, prog, sizeof(prog) - 1) == (ssize_t)sizeof(prog) - 1);
+	close(fd);
+	snprintf(bin, sizeof(bin), "%.*s", (int)(strlen(src) - 2), src);
+	snprintf(cmd, sizeof(cmd), "cc -o %s %s 2>&1", bin, src);
+	if (system(cmd) != 0) {
+		unlink(src);
+		printf("SKIP: no C compiler to build the connecting program\n");
+		cr_skip_test("no C compiler");
+	}
+	unlink(src);
+
+	sbx_create(&sbx_it, "{\"name\":\"sys\",\"tracing\":\"syscalls\",\"ports\":{\"connect\":[18799]}}",
+	           sid, sizeof(sid));
+	/* the program goes in through the files API */
+	FILE *f = fopen(bin, "rb");
+	cr_assert(f);
+	static char bytes[1 << 20];
+	size_t n = fread(bytes, 1, sizeof(bytes), f);
+	fclose(f);
+	unlink(bin);
+	char host[64], auth[SBX_TOKEN_MAX + 32];
+	const char *hdrs[] = { host, auth, "Content-Type: application/octet-stream", NULL };
+	snprintf(host, sizeof(host), "Host: 127.0.0.1:%u", sbx_it.port);
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", sbx_it.token);
+	snprintf(path, sizeof(path), "/api/sandbox/sandboxes/%s/files/content?path=conn", sid);
+	_cleanup_resp_ struct http_resp up = http_send(sbx_it.port, "PUT", path, hdrs, bytes, n, 30);
+	assert_status(up, 200);
+
+	_cleanup_resp_ struct http_resp r = run_lang(sid, "sh",
+		"echo hi > f.txt; cat f.txt; cat /etc/hostname 2>/dev/null; sh -c 'echo child'; "
+		"chmod +x conn; ./conn; rm f.txt");
+	assert_status(r, 200);
+	cr_expect_str_eq(js_str(r.json, "stdout"), "hi\nchild\n-1\n", "%s", r.body);
+	yajl_val ev = js_get(r.json, "trace");
+	cr_assert(ev && YAJL_IS_ARRAY(ev), "%s", r.body);
+	cr_expect(find_event(ev, "spawn", "argv", "cat /etc/hostname"), "%s", r.body);
+	cr_expect(find_event(ev, "read", "path", "/etc/hostname"), "%s", r.body);
+	cr_expect(find_event(ev, "write", "path", "/f.txt"), "%s", r.body);
+	cr_expect(find_event(ev, "read", "path", "/f.txt"), "%s", r.body);
+	cr_expect(find_event(ev, "spawn", "argv", "sh -c echo child"), "%s", r.body);
+	cr_expect(find_event(ev, "spawn", "argv", "./conn"), "%s", r.body);
+	yajl_val c = find_event(ev, "connect", "host", "127.0.0.1");
+	cr_expect(c && js_int(c, "port", 0) == 18799, "the C program's connect: %s", r.body);
+	cr_expect(find_event(ev, "unlink", "path", "/f.txt"), "%s", r.body);
+	cr_expect_null(find_event(ev, "read", "path", "/usr/lib"), "library reads are filtered: %s", r.body);
+	cr_expect_str_eq(js_str(c, "source"), "syscall");
+	for (size_t i = 0; i < ev->u.array.len; i++)
+		cr_expect_str_eq(js_str(ev->u.array.values[i], "run"), js_str(r.json, "id"));
+	/* no shims, no FIFO: nothing inside the jail */
+	_cleanup_resp_ struct http_resp in = run_lang(sid, "sh", "ls -a /tmp | grep -c sbx-trace; echo ${SBX_TRACE:-none}");
+	cr_expect_str_eq(js_str(in.json, "stdout"), "0\nnone\n", "%s", in.body);
+	cr_expect(strstr(js_str(in.json, "note"), "seccomp user notification"), "%s", in.body);
+	printf("syscall trace: %zu events\n", ev->u.array.len);
+}

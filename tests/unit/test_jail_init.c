@@ -6,6 +6,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,4 +249,67 @@ Test(jail_init, ports_at_the_limit_and_one_past)
 	args[n++] = "/bin/true";
 	args[n] = NULL;
 	cr_expect_eq(jrun(out, -1, args), 125, "257 ports accepted: %s", out);
+}
+
+/* --notify-fd: the listener of a notifying filter arrives on the socket, the program's own
+ * exec is the first call reported, and every call goes on once let continue. The test
+ * plays the launcher. */
+Test(jail_init, notify_fd_hands_out_a_listener_that_reports_the_calls)
+{
+	int sv[2], op[2], st, listener = -1;
+	unsigned execs = 0, opens = 0;
+	char out[OUT_MAX], byte;
+	size_t got = 0;
+	pid_t pid;
+	find_init();
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	cr_assert_eq(pipe(op), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(op[1], 1);
+		dup2(op[1], 2);
+		dup2(sv[1], 4);
+		execl(init_path, init_path, "--notify-fd", "4", "--net-off", "--fs-off", "--", "/bin/sh",
+		      "-c", "cat /etc/hostname > /dev/null; echo done", (char *)NULL);
+		_exit(99);
+	}
+	close(op[1]);
+	close(sv[1]);
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { &byte, 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+		              .msg_controllen = sizeof(u.buf) };
+	cr_assert_eq(recvmsg(sv[0], &msg, 0), 1, "no listener came");
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	cr_assert(c && c->cmsg_type == SCM_RIGHTS);
+	memcpy(&listener, CMSG_DATA(c), sizeof(int));
+	for (;;) {
+		struct pollfd p = { .fd = listener, .events = POLLIN };
+		struct seccomp_notif req;
+		cr_assert_geq(poll(&p, 1, 5000), 1, "the jailed program stalled");
+		if (!(p.revents & POLLIN))
+			break; /* no task uses the filter any more */
+		memset(&req, 0, sizeof(req));
+		if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0)
+			continue;
+		execs += req.data.nr == 59;
+		opens += req.data.nr == 257;
+		struct seccomp_notif_resp resp = { .id = req.id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE };
+		ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+	}
+	for (ssize_t k; (k = read(op[0], out + got, OUT_MAX - 1 - got)) > 0;)
+		got += (size_t)k;
+	out[got] = '\0';
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", out);
+	cr_expect(strstr(out, "done"), "%s", out);
+	cr_expect_geq(execs, 2u, "sh and cat were reported");
+	cr_expect_geq(opens, 1u, "the open of /etc/hostname was reported");
+	close(listener);
+	close(sv[0]);
+	close(op[0]);
 }
