@@ -448,7 +448,9 @@ static int start_runs_list(struct op *o, const struct op_args *a, char *why, siz
 
 static int start_run_get(struct op *o, const struct op_args *a, char *why, size_t whysz)
 {
-	return stub_run_get(a->id, a->sub_id, on_single, o);
+	/* Accept: text/event-stream follows a live run (a detached one) to its end */
+	o->chunk = a->chunk;
+	return stub_run_get(a->id, a->sub_id, o->chunk ? on_chunk : NULL, on_single, o, &o->stream);
 }
 
 static int start_ps(struct op *o, const struct op_args *a, char *why, size_t whysz)
@@ -901,7 +903,7 @@ static int start_openapi(struct op *o, const struct op_args *a, char *why, size_
 
 /* The order is DESIGN.md §7's; routes that share a path list their methods together. */
 const struct op_row op_table[] = {
-	{ "health", GET, "/health", NULL, NULL,
+	{ "health", GET, "/health", NULL, "sbx_health",
 	  "Process states, the confinement the API process achieved, versions.", NULL, NULL,
 	  SCHEMA_HEALTH, 200, start_health, 0 },
 	{ "getCaps", GET, "/caps", NULL, "sbx_caps",
@@ -934,9 +936,9 @@ const struct op_row op_table[] = {
 	{ "listRuns", GET, "/sandboxes/{id}/runs", NULL, "sbx_runs",
 	  "The run history of a sandbox, newest first.", NULL, NULL, SCHEMA_RUN_LIST, 200,
 	  start_runs_list, 0 },
-	{ "getRun", GET, "/sandboxes/{id}/runs/{runId}", NULL, NULL, "One run of a sandbox.", NULL,
+	{ "getRun", GET, "/sandboxes/{id}/runs/{runId}", NULL, "sbx_run_get", "One run of a sandbox.", NULL,
 	  NULL, SCHEMA_RUN, 200, start_run_get, 0 },
-	{ "getProfile", GET, "/sandboxes/{id}/profile", NULL, NULL,
+	{ "getProfile", GET, "/sandboxes/{id}/profile", NULL, "sbx_profile",
 	  "The fence the next run would get (its argv or profile).", NULL, NULL, SCHEMA_PROFILE, 200,
 	  start_profile, 0 },
 	{ "listProcesses", GET, "/sandboxes/{id}/processes", NULL, "sbx_ps",
@@ -972,7 +974,7 @@ const struct op_row op_table[] = {
 	  "What traced runs touched: file reads and writes, spawns with argv, connects, name "
 	  "lookups (of one run, and since a Unix time in ms, when given).", SCHEMA_TRACE_PROPS, NULL,
 	  SCHEMA_TRACE, 200, start_trace, OPF_QUERY_ARGS },
-	{ "listMounts", GET, "/sandboxes/{id}/mounts", NULL, NULL, "The sandbox's mounts.", NULL,
+	{ "listMounts", GET, "/sandboxes/{id}/mounts", NULL, "sbx_mounts", "The sandbox's mounts.", NULL,
 	  NULL, SCHEMA_MOUNTS, 200, start_mounts_list, 0 },
 	{ "addMount", POST, "/sandboxes/{id}/mounts", NULL, "sbx_mount",
 	  "Make a host directory appear at <sandbox>/<target>, read-only unless readOnly is false. "

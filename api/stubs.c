@@ -453,10 +453,29 @@ int stub_runs_list(const char *sandbox_id, uint32_t limit, stub_cb cb, void *arg
 	return send_req(API->launcher, MSG_RUNS_LIST, &m, MSG_LIST_END, MSG_RUN_REP, cb, arg);
 }
 
-int stub_run_get(const char *sandbox_id, const char *run_id, stub_cb cb, void *arg)
+int stub_run_get(const char *sandbox_id, const char *run_id, stub_stream_cb scb, stub_cb cb,
+                 void *arg, uint32_t *ret_stream)
 {
+	struct proto_chan *ch = API->launcher;
 	struct msg_RUN_GET m = { .sandbox_id = (char *)sandbox_id, .run_id = (char *)run_id };
-	return send_req(API->launcher, MSG_RUN_GET, &m, MSG_RUN_REP, 0, cb, arg);
+	uint32_t id;
+	int r;
+	if (!ch || !proto_chan_ready(ch))
+		return -ENOTCONN;
+	id = proto_chan_next_id(ch);
+	m.stream = scb ? id : 0;
+	if ((r = send_req_fd(ch, id, MSG_RUN_GET, &m, -1, MSG_RUN_REP, 0, cb, arg)) < 0)
+		return r;
+	if (scb) { /* a followed run answers when it ends: the run deadline applies */
+		struct pending *p = pending_find(ch, id);
+		p->scb = scb;
+		p->span = STUB_RUN_DEADLINE_MS;
+		p->deadline = now_ms() + p->span;
+		proto_stream_rx_init(&p->rx, ch, id);
+	}
+	if (ret_stream)
+		*ret_stream = m.stream;
+	return 0;
 }
 
 int stub_profile(const char *id, stub_cb cb, void *arg)

@@ -81,7 +81,10 @@ int stub_runs_list(const char *sandbox_id, uint32_t limit, stub_cb cb, void *arg
 int stub_mount_add(const struct msg_MOUNT_ADD *m, stub_cb cb, void *arg);
 int stub_mount_del(const char *sandbox_id, const char *target, stub_cb cb, void *arg);
 int stub_profile(const char *id, stub_cb cb, void *arg);
-int stub_run_get(const char *sandbox_id, const char *run_id, stub_cb cb, void *arg);
+/* With scb, a live run is followed: its output so far and as it comes through scb, the
+ * reply when it ends (within the run deadline); an ended run answers at once. */
+int stub_run_get(const char *sandbox_id, const char *run_id, stub_stream_cb scb, stub_cb cb,
+                 void *arg, uint32_t *ret_stream);
 /* A sandbox's live processes: one PROC_REP per process, then LIST_END. */
 int stub_ps(const char *sandbox_id, stub_cb cb, void *arg);
 int stub_kill(const struct msg_KILL *m, stub_cb cb, void *arg);

@@ -291,6 +291,56 @@ void dispatch_h_runs_list(struct proto_chan *ch, const struct proto_hdr *h, void
 	proto_chan_send(ch, MSG_LIST_END, h->id, &end, -1);
 }
 
+/* A followed run ended: the stream closes, then its result answers the RUN_GET. */
+static void follow_done(int err, const char *message, struct run_result *res, void *arg)
+{
+	struct pending *p = arg;
+	struct proto_chan *ch = pending_chan(p);
+	run_stream_close(p->stream);
+	if (ch && (err || !res))
+		reply_err(ch, p->id, err ? (enum proto_err)err : PERR_INTERNAL, "%s",
+		          message ? message : "the run failed");
+	else if (ch)
+		send_run_rep(ch, p->id, res, true);
+	free(p);
+}
+
+/* RUN_GET with a stream: 0 when the run is followed (answered when it ends), -ENOENT when
+ * it is not live (answer now), or replied. */
+static int follow(struct proto_chan *ch, uint32_t id, const struct msg_RUN_GET *in)
+{
+	struct pending *p;
+	int r;
+	if (in->stream != id) {
+		reply_err(ch, id, PERR_INVALID_ARGUMENT, "stream: must be the request's own id");
+		return -EINVAL;
+	}
+	if (!runner_is_live(in->run_id))
+		return -ENOENT;
+	if (!(p = pending_new(id))) {
+		reply_err(ch, id, PERR_INTERNAL, "out of memory");
+		return -ENOMEM;
+	}
+	if ((r = run_stream_open(p, id, &p->stream)) < 0) {
+		reply_err(ch, id, r == -EEXIST ? PERR_CONFLICT : PERR_ENGINE_UNAVAILABLE,
+		          r == -EEXIST ? "stream %u is already open" : "too many streams (%u)",
+		          r == -EEXIST ? id : RUN_STREAMS_MAX);
+		free(p);
+		return r;
+	}
+	snprintf(p->sandbox_id, sizeof(p->sandbox_id), "%s", in->sandbox_id);
+	if ((r = runner_follow(in->sandbox_id, in->run_id, run_stream_output, p->stream, follow_done, p)) < 0) {
+		run_stream_close(p->stream);
+		free(p);
+		if (r == -EBUSY) {
+			reply_err(ch, id, PERR_CONFLICT, "run %s: its output already has a reader", in->run_id);
+			return r;
+		}
+		return -ENOENT; /* another sandbox's, or it ended meanwhile: answer from the store */
+	}
+	return 0;
+}
+
 void dispatch_h_run_get(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
 {
 	struct msg_RUN_GET *in = m;
@@ -301,6 +351,8 @@ void dispatch_h_run_get(struct proto_chan *ch, const struct proto_hdr *h, void *
 		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "ids: 1..%u of [a-z0-9_]", PROTO_ID_MAX);
 		return;
 	}
+	if (in->stream && follow(ch, h->id, in) != -ENOENT)
+		return; /* followed (the answer comes when the run ends), or refused */
 	/* a live run answers from the runner (running, its output so far); then the history */
 	if ((rc = runner_snapshot(in->sandbox_id, in->run_id, &r)) == -ENOENT)
 		rc = store_run_get(dispatch_L->db, in->sandbox_id, in->run_id, &r);

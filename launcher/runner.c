@@ -156,6 +156,8 @@ struct run {
 	void *on_output_arg;
 	run_started_fn on_started;
 	void *on_started_arg;
+	run_done_fn follow_done; /* a follower (runner_follow), told after done */
+	void *follow_arg;
 	run_done_fn done;
 	void *done_arg;
 	/* built ahead (RS_WARM until released) */
@@ -573,6 +575,11 @@ static void act_complete(struct run *r)
 		r->done(e == -ENOSPC ? PERR_INSUFFICIENT_STORAGE : PERR_INTERNAL, msg, res, r->done_arg);
 	} else {
 		r->done(0, NULL, res, r->done_arg);
+	}
+	if (r->follow_done) {
+		r->follow_done(e < 0 ? PERR_INTERNAL : 0, e < 0 ? "the run could not be recorded" : NULL,
+		               res, r->follow_arg);
+		r->follow_done = NULL;
 	}
 	if (r->iso == ISO_BWRAP)
 		warm_schedule(r->L, r->sb.id); /* the next run of this sandbox may find it ready */
@@ -1306,6 +1313,26 @@ static struct run *live_find(const char *sandbox_id, const char *run_id)
 
 bool runner_is_live(const char *run_id) { return run_id && live_find(NULL, run_id) != NULL; }
 
+int runner_follow(const char *sandbox_id, const char *run_id, run_output_fn on_output,
+                  void *out_arg, run_done_fn done, void *done_arg)
+{
+	struct run *r = live_find(sandbox_id, run_id);
+	if (!r || r->state == RS_DONE)
+		return -ENOENT;
+	if (r->on_output || r->follow_done)
+		return -EBUSY;
+	r->on_output = on_output;
+	r->on_output_arg = out_arg;
+	r->follow_done = done;
+	r->follow_arg = done_arg;
+	/* what was kept so far first: the stream stays a prefix of the recorded output */
+	if (r->out.cap.len)
+		on_output(r, RUN_STDOUT, r->out.cap.buf, r->out.cap.len, out_arg);
+	if (r->err.cap.len)
+		on_output(r, RUN_STDERR, r->err.cap.buf, r->err.cap.len, out_arg);
+	return 0;
+}
+
 bool runner_leader_alive(const char *run_id)
 {
 	struct run *r;
@@ -1434,6 +1461,9 @@ void runner_stop_all(struct launcher *L)
 		L->live_runs--;
 		r->done(PERR_ENGINE_UNAVAILABLE, "the launcher stopped during the run", NULL,
 		        r->done_arg);
+		if (r->follow_done)
+			r->follow_done(PERR_ENGINE_UNAVAILABLE, "the launcher stopped during the run",
+			               NULL, r->follow_arg);
 		run_free(r);
 	}
 	cg_later_flush();

@@ -90,6 +90,11 @@ int runner_snapshot(const char *sandbox_id, const char *run_id, struct run_resul
 /* Snapshots of every live run of sandbox_id, newest first, through fn. Returns how many. */
 size_t runner_foreach_live(const char *sandbox_id, int (*fn)(const struct run_result *, void *),
                            void *arg);
+/* Follow a live run of sandbox_id: what it kept of its output so far goes through
+ * on_output at once, the rest as it comes, and done is called when it ends (after the
+ * run's own done). -ENOENT: no such live run; -EBUSY: its output already has a reader. */
+int runner_follow(const char *sandbox_id, const char *run_id, run_output_fn on_output,
+                  void *out_arg, run_done_fn done, void *done_arg);
 /* Is run_id a live run given a program (not a jail built ahead and not yet used)? */
 bool runner_is_live(const char *run_id);
 /* Is run_id live (built ahead or not) with its first process not yet reaped? Only then are

@@ -224,9 +224,13 @@ enum proto_stream_chan {
 #define MSG_RUNS_LIST_FIELDS(F, S)                                                                    \
 	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
 	F(S, U32, limit, 0)
+/* stream != 0 (the request's own id) follows a live run: its output so far and then as it
+ * comes, as STREAM_DATA chunks, and the RUN_REP when the run ends; a run that has ended
+ * answers at once. */
 #define MSG_RUN_GET_FIELDS(F, S)                                                                      \
 	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
-	F(S, STR, run_id, PROTO_ID_MAX)
+	F(S, STR, run_id, PROTO_ID_MAX)                                                               \
+	F(S, U32, stream, 0)
 
 /* A run's result. When an fd is attached it is a memfd holding stdout_len bytes of
  * stdout followed by stderr_len bytes of stderr (outputs can exceed one packet), then

@@ -283,6 +283,23 @@ test('sbx_trace: a traced python run reports its write and spawn, by run and in 
   await state.client.callTool({ name: 'sbx_delete', arguments: { sandboxId: sc.id } });
 });
 
+test('sbx_run_get, sbx_profile, sbx_mounts, sbx_health: the read-only routes have MCP twins', async () => {
+  const sc = structured(await state.client.callTool({ name: 'sbx_create', arguments: { name: 'e2e-read' } }), 'sbx_create');
+  const run = structured(await state.client.callTool({ name: 'sbx_run', arguments: { sandboxId: sc.id, code: 'echo again' } }), 'sbx_run');
+  const got = structured(await state.client.callTool({ name: 'sbx_run_get', arguments: { sandboxId: sc.id, runId: run.id } }), 'sbx_run_get');
+  assert.equal(got.stdout, 'again\n');
+  assert.equal(got.status, 'done');
+  const prof = structured(await state.client.callTool({ name: 'sbx_profile', arguments: { sandboxId: sc.id } }), 'sbx_profile');
+  assert.ok(prof.argv.includes('--unshare-pid'), JSON.stringify(prof.argv));
+  const m = structured(await state.client.callTool({ name: 'sbx_mounts', arguments: { sandboxId: sc.id } }), 'sbx_mounts');
+  assert.deepEqual(m.mounts, []);
+  const h = structured(await state.client.callTool({ name: 'sbx_health', arguments: {} }), 'sbx_health');
+  assert.equal(h.status, 'ok');
+  const missing = await state.client.callTool({ name: 'sbx_run_get', arguments: { sandboxId: sc.id, runId: 'run_000000000000' } });
+  assert.ok(missing.isError);
+  await state.client.callTool({ name: 'sbx_delete', arguments: { sandboxId: sc.id } });
+});
+
 test('sbx_run with a progressToken streams the output before the program ends', async () => {
   const created = structured(await state.client.callTool({ name: 'sbx_create', arguments: { name: 'e2e-stream' } }), 'sbx_create');
   assert.equal(typeof created.workdir, 'string');

@@ -346,3 +346,34 @@ Test(observe, bad_kill_bodies_are_refused)
 	                                              "{\"code\":\"true\",\"detach\":\"yes\"}", NULL);
 	assert_status(ds, 400);
 }
+
+/* A detached run is followed with the stream primitive: GET run with Accept:
+ * text/event-stream gives what it printed so far, then the rest as it comes, then the
+ * result; a second reader of the same run is refused while the first follows. */
+Test(observe, a_detached_run_is_followed_to_its_end)
+{
+	char sid[64], rid[64], path[256];
+	sbx_create(&sbx_it, "{\"name\":\"follow\"}", sid, sizeof(sid));
+	detach_run(sid, "echo one; sleep 1; echo two; sleep 1; echo three", 0, rid, sizeof(rid));
+	sleep_ms(300);
+	snprintf(path, sizeof(path), "/api/sandbox/sandboxes/%s/runs/%s", sid, rid);
+	struct bg_req first;
+	cr_assert_eq(bg_req_start_hdr(&first, &sbx_it, "GET", path, NULL, 30, "Accept: text/event-stream"), 0);
+	sleep_ms(300);
+	/* the run is followed: another follower is refused, a plain GET still answers */
+	_cleanup_resp_ struct http_resp second = http_req(&sbx_it, "GET", path, NULL,
+	                                                  "Accept: text/event-stream", NULL);
+	cr_expect(second.status == 409 || (second.body && strstr(second.body, "already has a reader")),
+	          "%d %s", second.status, second.body);
+	_cleanup_resp_ struct http_resp plain = http_req(&sbx_it, "GET", path, NULL, NULL);
+	assert_status(plain, 200);
+	cr_expect_str_eq(js_str(plain.json, "status"), "running");
+	_cleanup_resp_ struct http_resp r = bg_req_join(&first);
+	cr_assert(r.body, "no answer");
+	const char *one = strstr(r.body, "one"), *three = strstr(r.body, "three");
+	cr_expect(one && strstr(r.body, "two") && three, "%s", r.body);
+	cr_expect(strstr(r.body, "event: result") && strstr(r.body, "\"status\":\"done\""), "%s", r.body);
+	/* the chunks came while the run went on, not all at the end */
+	cr_expect(first.finished_ms - first.started_ms >= 1000, "followed for %llu ms",
+	          first.finished_ms - first.started_ms);
+}

@@ -17,7 +17,7 @@ static const struct route {
 	const char *method, *pattern, *tool; /* tool: NULL = REST only */
 	const char *path, *body;             /* a concrete request that must reach the route */
 } routes[] = {
-	{ "GET", "/health", NULL, "/health", NULL },
+	{ "GET", "/health", "sbx_health", "/health", NULL },
 	{ "GET", "/caps", "sbx_caps", "/caps", NULL },
 	{ "POST", "/caps/recheck", NULL, "/caps/recheck", NULL },
 	{ "GET", "/exec-policy", NULL, "/exec-policy", NULL },
@@ -29,8 +29,8 @@ static const struct route {
 	{ "DELETE", "/sandboxes/{id}", "sbx_delete", "/sandboxes/sbx_nosuch", NULL },
 	{ "POST", "/sandboxes/{id}/runs", "sbx_run", "/sandboxes/sbx_nosuch/runs", "{\"code\":\"true\"}" },
 	{ "GET", "/sandboxes/{id}/runs", "sbx_runs", "/sandboxes/sbx_nosuch/runs", NULL },
-	{ "GET", "/sandboxes/{id}/runs/{runId}", NULL, "/sandboxes/sbx_nosuch/runs/run_nosuch", NULL },
-	{ "GET", "/sandboxes/{id}/profile", NULL, "/sandboxes/sbx_nosuch/profile", NULL },
+	{ "GET", "/sandboxes/{id}/runs/{runId}", "sbx_run_get", "/sandboxes/sbx_nosuch/runs/run_nosuch", NULL },
+	{ "GET", "/sandboxes/{id}/profile", "sbx_profile", "/sandboxes/sbx_nosuch/profile", NULL },
 	{ "GET", "/sandboxes/{id}/processes", "sbx_ps", "/sandboxes/sbx_nosuch/processes", NULL },
 	{ "POST", "/sandboxes/{id}/kill", "sbx_kill", "/sandboxes/sbx_nosuch/kill", "{}" },
 	{ "GET", "/sandboxes/{id}/files", "sbx_ls", "/sandboxes/sbx_nosuch/files?path=x", NULL },
@@ -39,7 +39,7 @@ static const struct route {
 	{ "PUT", "/sandboxes/{id}/files/content", "sbx_write", "/sandboxes/sbx_nosuch/files/content?path=x", NULL },
 	{ "POST", "/sandboxes/{id}/files/dir", "sbx_mkdir", "/sandboxes/sbx_nosuch/files/dir?path=x", NULL },
 	{ "GET", "/sandboxes/{id}/trace", "sbx_trace", "/sandboxes/sbx_nosuch/trace", NULL },
-	{ "GET", "/sandboxes/{id}/mounts", NULL, "/sandboxes/sbx_nosuch/mounts", NULL },
+	{ "GET", "/sandboxes/{id}/mounts", "sbx_mounts", "/sandboxes/sbx_nosuch/mounts", NULL },
 	{ "POST", "/sandboxes/{id}/mounts", "sbx_mount", "/sandboxes/sbx_nosuch/mounts", "{}" },
 	{ "DELETE", "/sandboxes/{id}/mounts", "sbx_unmount", "/sandboxes/sbx_nosuch/mounts?target=x", NULL },
 	{ "POST", "/exec", "sbx_exec", "/exec", "{}" },

@@ -139,9 +139,13 @@ struct bg_req {
 	struct http_resp resp;
 	unsigned long thread; /* pthread_t */
 	bool running;
+	char extra[128]; /* one more header ("Accept: text/event-stream"), or "" */
 };
 int bg_req_start(struct bg_req *b, const struct sbxd *d, const char *method, const char *path,
 		 const char *json_body, int timeout_s);
+/* The same with one extra header line. */
+int bg_req_start_hdr(struct bg_req *b, const struct sbxd *d, const char *method, const char *path,
+		     const char *json_body, int timeout_s, const char *extra);
 /* Wait for it; the response moves to the caller (clear it). */
 struct http_resp bg_req_join(struct bg_req *b);
 unsigned long long mono_ms(void);

@@ -44,7 +44,8 @@ static void *bg_main(void *arg)
 	char host[64], auth[SBX_TOKEN_MAX + 32];
 	snprintf(host, sizeof(host), "Host: 127.0.0.1:%u", b->d->port);
 	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", b->d->token);
-	const char *hdrs[] = { host, auth, "Content-Type: application/json", NULL };
+	const char *hdrs[] = { host, auth, "Content-Type: application/json",
+		               b->extra[0] ? b->extra : NULL, NULL };
 	b->resp = http_send(b->d->port, b->method, b->path, hdrs, b->body,
 			    b->body ? strlen(b->body) : 0, b->timeout_s);
 	b->finished_ms = mono_ms();
@@ -54,7 +55,14 @@ static void *bg_main(void *arg)
 int bg_req_start(struct bg_req *b, const struct sbxd *d, const char *method, const char *path,
 		 const char *json_body, int timeout_s)
 {
+	return bg_req_start_hdr(b, d, method, path, json_body, timeout_s, NULL);
+}
+
+int bg_req_start_hdr(struct bg_req *b, const struct sbxd *d, const char *method, const char *path,
+		     const char *json_body, int timeout_s, const char *extra)
+{
 	memset(b, 0, sizeof(*b));
+	snprintf(b->extra, sizeof(b->extra), "%s", extra ? extra : "");
 	b->d = d;
 	snprintf(b->method, sizeof(b->method), "%s", method);
 	snprintf(b->path, sizeof(b->path), "%s", path);
