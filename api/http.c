@@ -357,6 +357,12 @@ static void rest_cb(struct evhttp_request *req, char *path)
 			http_error(req, PERR_INTERNAL, "out of memory");
 			return;
 		}
+	} else if (evbuffer_get_length(evhttp_request_get_input_buffer(req)) > 0 &&
+	           !content_type_json(evhttp_find_header(evhttp_request_get_input_headers(req),
+	                                                 "Content-Type"))) {
+		/* raw bytes are a file's content, never the arguments of a JSON route */
+		http_error_status(req, 415, "invalid_argument", "the body must be application/json");
+		return;
 	} else if ((row->flags & OPF_QUERY_ARGS) &&
 	           evbuffer_get_length(evhttp_request_get_input_buffer(req)) > 0) {
 		http_error(req, PERR_INVALID_ARGUMENT, "this route takes its arguments in the query");

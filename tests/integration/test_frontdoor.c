@@ -129,3 +129,22 @@ Test(frontdoor, cross_site_simple_post_is_refused)
 	_cleanup_resp_ struct http_resp l = http_req(&sbx_it, "GET", "/api/sandbox/sandboxes", NULL, NULL);
 	cr_expect(!strstr(l.body, "csrf"), "the refused request created a sandbox: %s", l.body);
 }
+
+/* Raw bytes are taken by the file write alone: a JSON route given application/octet-stream
+ * (here the ExecPolicy, by PUT) is 415 and changes nothing. */
+Test(frontdoor, octet_stream_is_only_a_file_write)
+{
+	char host[64], auth[SBX_TOKEN_MAX + 32];
+	snprintf(host, sizeof(host), "Host: 127.0.0.1:%u", (unsigned)sbx_it.port);
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", sbx_it.token);
+	const char *hdrs[] = { host, auth, "Content-Type: application/octet-stream", NULL };
+	const char *body = "{\"execShell\":false}";
+	_cleanup_resp_ struct http_resp r = http_send(sbx_it.port, "PUT", "/api/sandbox/exec-policy",
+	                                               hdrs, body, strlen(body), 10);
+	cr_expect_eq(r.status, 415, "%d %s", r.status, r.body);
+	_cleanup_resp_ struct http_resp p = http_req(&sbx_it, "GET", "/api/sandbox/exec-policy", NULL, NULL);
+	cr_expect(js_is_true(p.json, "execShell"), "the refused request changed the policy: %s", p.body);
+	_cleanup_resp_ struct http_resp post = http_send(sbx_it.port, "POST", "/api/sandbox/sandboxes",
+	                                                  hdrs, "{}", 2, 10);
+	cr_expect_eq(post.status, 415, "%d %s", post.status, post.body);
+}
