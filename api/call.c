@@ -9,12 +9,14 @@
 #include "conn.h"
 #include "http.h"
 #include "json.h"
+#include "metrics.h"
 #include "sse.h"
 #include "stubs.h"
 
 struct inflight api_inflight = { 0, API_INFLIGHT_MAX };
 
 struct call {
+	const struct op_row *row;
 	struct evhttp_request *req;
 	struct evhttp_connection *conn;
 	const struct call_door *door;
@@ -89,6 +91,7 @@ static void call_done(void *arg, int status, char *body, size_t len)
 {
 	struct call *c = arg;
 	inflight_put(&api_inflight);
+	api_metrics_count(c->row->op, status);
 	if (c->req) {
 		conn_unwait(c->conn);
 		if (c->sse) {
@@ -138,6 +141,7 @@ void call_start(struct evhttp_request *req, const struct op_row *row, const stru
 		door->answer(req, rpc_id, 500, NULL, 0);
 		return;
 	}
+	c->row = row;
 	c->req = req;
 	c->conn = evhttp_request_get_connection(req);
 	c->door = door;

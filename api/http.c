@@ -19,6 +19,7 @@
 #include "json.h"
 #include "log.h"
 #include "mcp.h"
+#include "metrics.h"
 #include "ops.h"
 #include "route.h"
 #include "sse.h"
@@ -40,6 +41,7 @@ void http_reply(struct evhttp_request *req, int status, const char *body, size_t
 
 void http_error(struct evhttp_request *req, enum proto_err e, const char *msg)
 {
+	api_metrics_count("-", json_err_status(e)); /* refused before any operation */
 	size_t len = 0;
 	char *doc = json_error_doc(e, msg, &len);
 	http_reply(req, json_err_status(e), doc, len);
@@ -49,6 +51,7 @@ void http_error(struct evhttp_request *req, enum proto_err e, const char *msg)
 static void http_error_status(struct evhttp_request *req, int status, const char *code,
                               const char *msg)
 {
+	api_metrics_count("-", status);
 	yajl_gen g = json_gen_new();
 	size_t len = 0;
 	char *doc;
@@ -217,10 +220,11 @@ void http_reply_raw(struct evhttp_request *req, int status, const char *body, si
 	struct evbuffer *b = evbuffer_new();
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 	char cr[96];
-	evhttp_add_header(h, "Content-Type", "application/octet-stream");
+	evhttp_add_header(h, "Content-Type", raw->content_type ? raw->content_type : "application/octet-stream");
 	evhttp_add_header(h, "Cache-Control", "no-store");
 	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
-	evhttp_add_header(h, "Accept-Ranges", "bytes");
+	if (!raw->content_type)
+		evhttp_add_header(h, "Accept-Ranges", "bytes");
 	if (raw->partial) {
 		snprintf(cr, sizeof(cr), "bytes %llu-%llu/%llu", (unsigned long long)raw->offset,
 		         (unsigned long long)(raw->offset + (raw->length ? raw->length - 1 : 0)),

@@ -79,6 +79,7 @@ static const struct proto_dispatch launcher_table[] = {
 	{ MSG_KILL_REP, ROLE_LAUNCHER, on_launcher_msg },
 	{ MSG_FILE_REP, ROLE_LAUNCHER, on_launcher_msg },
 	{ MSG_TRACE_REP, ROLE_LAUNCHER, on_launcher_msg },
+	{ MSG_METRICS_REP, ROLE_LAUNCHER, on_launcher_msg },
 	{ MSG_STREAM_DATA, ROLE_LAUNCHER, on_launcher_msg }, { MSG_STREAM_END, ROLE_LAUNCHER, on_launcher_msg },
 };
 

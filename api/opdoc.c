@@ -123,7 +123,7 @@ static void put_operation(struct evbuffer *b, const struct op_row *r)
 		                    flag ? S_BOOL : S_STR);
 		q += len + (q[len] == ',');
 	}
-	if (r->flags & OPF_RAW_REPLY) /* the one header REST reads besides the usual */
+	if ((r->flags & OPF_RAW_REPLY) && !(r->flags & OPF_TEXT_REPLY)) /* Range, for the bytes */
 		evbuffer_add_printf(b, ",{\"name\":\"Range\",\"in\":\"header\",\"required\":false,\"schema\":" S_STR "}");
 	evbuffer_add_printf(b, "]");
 	if (r->flags & OPF_RAW_BODY) {
@@ -136,7 +136,13 @@ static void put_operation(struct evbuffer *b, const struct op_row *r)
 		put_input_schema(b, r, false);
 		evbuffer_add_printf(b, "}}}");
 	}
-	if (r->flags & OPF_RAW_REPLY)
+	if (r->flags & OPF_TEXT_REPLY)
+		evbuffer_add_printf(b, ",\"responses\":{\"%d\":{\"description\":\"Prometheus text format 0.0.4\","
+		                       "\"content\":{\"text/plain\":{\"schema\":%s}}},"
+		                       "\"default\":{\"description\":\"an error (DESIGN.md 7)\",\"content\":"
+		                       "{\"application/json\":{\"schema\":{\"$ref\":\"#/components/schemas/Error\"}}}}}}",
+		                    r->status, r->output);
+	else if (r->flags & OPF_RAW_REPLY)
 		evbuffer_add_printf(b, ",\"responses\":{\"%d\":{\"description\":\"the bytes\",\"content\":"
 		                       "{\"application/octet-stream\":{\"schema\":{\"type\":\"string\",\"format\":\"binary\"}}}},"
 		                       "\"206\":{\"description\":\"the range asked for (Content-Range)\",\"content\":"

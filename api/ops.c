@@ -14,6 +14,7 @@
 #include "api.h"
 #include "cleanup.h"
 #include "json.h"
+#include "metrics.h"
 #include "opdoc.h"
 #include "schema.h"
 #include "stubs.h"
@@ -26,7 +27,7 @@ struct op {
 	void *arg;
 	yajl_gen g;      /* list replies accumulate here */
 	unsigned count;
-	struct msg_STATUS_REP status; /* health: sbxd's answer, kept for the launcher's */
+	struct msg_STATUS_REP status; /* health, metrics: sbxd's answer, kept for the launcher's */
 	bool have_status;
 	struct msg_POLICY_SET pol_lo, pol_hi; /* policy set: the body parsed two ways */
 	/* a streamed run: what went out per channel, and up to 3 bytes of a UTF-8 character
@@ -882,6 +883,47 @@ static int start_trace(struct op *o, const struct op_args *a, char *why, size_t 
 	return stub_trace(&m, on_trace, o);
 }
 
+/* ---- metrics ------------------------------------------------------------------------- */
+
+static void metrics_finish(struct op *o, const struct msg_METRICS_REP *m)
+{
+	size_t len = 0;
+	char *doc = api_metrics_render(o->have_status ? &o->status : NULL, m, &len);
+	if (!doc) {
+		op_fail(o, PERR_INTERNAL, "out of memory");
+		return;
+	}
+	if (o->raw_out)
+		*o->raw_out = (struct op_raw){ .used = true, .length = len, .total = len,
+			                       .content_type = "text/plain; version=0.0.4; charset=utf-8" };
+	op_finish(o, o->row->status, doc, len);
+}
+
+static void on_metrics(const struct stub_reply *rep, void *arg)
+{
+	/* a launcher that did not answer is reported as down, the rest still served */
+	metrics_finish(arg, rep->type == MSG_METRICS_REP ? rep->msg : NULL);
+}
+
+static void on_metrics_status(const struct stub_reply *rep, void *arg)
+{
+	struct op *o = arg;
+	if (rep->type == MSG_STATUS_REP) {
+		o->status = *(const struct msg_STATUS_REP *)rep->msg;
+		o->have_status = true;
+	}
+	if (stub_metrics(on_metrics, o) < 0)
+		metrics_finish(o, NULL);
+}
+
+static int start_metrics(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	o->raw_out = a->raw_out;
+	if (stub_status(on_metrics_status, o) < 0 && stub_metrics(on_metrics, o) < 0)
+		metrics_finish(o, NULL);
+	return 0;
+}
+
 /* Answered here, without the launcher: the document is the table itself. */
 static int start_openapi(struct op *o, const struct op_args *a, char *why, size_t whysz)
 {
@@ -987,6 +1029,10 @@ const struct op_row op_table[] = {
 	  "Run a shell command (the agent shell), in the given sandbox or the default one named "
 	  "\"shell\".",
 	  SCHEMA_EXEC_PROPS, "\"code\"", SCHEMA_RUN, 200, start_exec, 0 },
+	{ "metrics", GET, "/metrics", NULL, NULL,
+	  "Prometheus text format: runs by outcome, run latency histogram, live runs and process "
+	  "groups, restarts of each child, requests by operation and status.",
+	  NULL, NULL, SCHEMA_METRICS, 200, start_metrics, OPF_RAW_REPLY | OPF_TEXT_REPLY },
 	{ "openapi", GET, "/openapi.json", NULL, NULL, "This table as OpenAPI 3.1.", NULL, NULL,
 	  SCHEMA_OPENAPI, 200, start_openapi, 0 },
 };

@@ -24,6 +24,7 @@ typedef void (*op_chunk_fn)(void *arg, uint32_t stream, uint32_t chan, const cha
 struct op_raw {
 	bool used;     /* the success body is raw bytes, not JSON */
 	bool partial;  /* a range was asked for: 206 with Content-Range */
+	const char *content_type; /* NULL: application/octet-stream */
 	uint64_t offset, length, total;
 };
 
@@ -48,6 +49,7 @@ struct op_args {
                              * numbers, the rest strings; MCP passes the same names */
 #define OPF_RAW_BODY   0x2u /* REST: the body is raw bytes (application/octet-stream) */
 #define OPF_RAW_REPLY  0x4u /* REST: the success body is raw bytes (op_args.raw_out) */
+#define OPF_TEXT_REPLY 0x8u /* with OPF_RAW_REPLY: the bytes are text/plain (metrics) */
 
 struct op; /* one operation in flight (ops.c) */
 

@@ -87,6 +87,7 @@
 #define SCHEMA_TRACE                                                                                  \
 	"{\"type\":\"object\",\"properties\":{\"tracing\":" S_BOOL ",\"events\":{\"type\":\"array\"},"  \
 	"\"count\":" S_INT ",\"truncated\":" S_BOOL "},\"required\":[\"events\"]}"
+#define SCHEMA_METRICS "{\"type\":\"string\"}"
 #define SCHEMA_DELETED "{\"type\":\"object\",\"properties\":{\"id\":" S_STR ",\"deleted\":" S_BOOL "}}"
 #define SCHEMA_MOUNTS                                                                                 \
 	"{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR ",\"mounts\":{\"type\":\"array\"},\"note\":" S_STR "}," \

@@ -527,3 +527,9 @@ int stub_trace(const struct msg_TRACE_GET *m, stub_cb cb, void *arg)
 {
 	return send_req(API->launcher, MSG_TRACE_GET, m, MSG_TRACE_REP, 0, cb, arg);
 }
+
+int stub_metrics(stub_cb cb, void *arg)
+{
+	struct msg_METRICS_REQ m = { 0 };
+	return send_req(API->launcher, MSG_METRICS_REQ, &m, MSG_METRICS_REP, 0, cb, arg);
+}

@@ -91,6 +91,8 @@ int stub_kill(const struct msg_KILL *m, stub_cb cb, void *arg);
 /* A file operation; a WRITE's content (len bytes, at most PROTO_FILE_MAX) travels in a
  * sealed memfd. The reply's out/out_len carry a READ's bytes or a LIST's records. */
 #define STUB_FILE_FD_MAX (16ull << 20) /* a FILE_REP memfd: a read, or 10000 entries */
+/* The launcher's half of GET /metrics. */
+int stub_metrics(stub_cb cb, void *arg);
 /* A sandbox's trace lines: the reply's out/out_len. */
 int stub_trace(const struct msg_TRACE_GET *m, stub_cb cb, void *arg);
 int stub_file_op(const struct msg_FILE_OP *m, const char *content, size_t len, stub_cb cb, void *arg);

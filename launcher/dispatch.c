@@ -737,6 +737,7 @@ static const struct proto_dispatch api_table[] = {
 	{ MSG_KILL, ROLE_API, g_dispatch_h_kill },
 	{ MSG_FILE_OP, ROLE_API, g_dispatch_h_file_op },
 	{ MSG_TRACE_GET, ROLE_API, g_dispatch_h_trace_get },
+	{ MSG_METRICS_REQ, ROLE_API, dispatch_h_metrics },
 	{ MSG_MOUNT_ADD, ROLE_API, g_h_mount_add },
 	{ MSG_MOUNT_DEL, ROLE_API, g_h_mount_del },
 	{ MSG_PROFILE_GET, ROLE_API, g_h_profile_get },

@@ -41,6 +41,8 @@ void dispatch_h_kill(struct proto_chan *ch, const struct proto_hdr *h, void *m, 
 void dispatch_h_file_op(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg);
 /* TRACE_GET: a sandbox's trace lines (launcher/trace.h) */
 void dispatch_h_trace_get(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg);
+/* METRICS_REQ: the launcher's half of GET /metrics */
+void dispatch_h_metrics(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg);
 /* STREAM_ACK / STREAM_CANCEL of a streamed run's output */
 void dispatch_h_stream_ack(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd,
                            void *arg);

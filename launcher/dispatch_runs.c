@@ -563,3 +563,13 @@ void dispatch_h_trace_get(struct proto_chan *ch, const struct proto_hdr *h, void
 	rep.length = len;
 	proto_chan_send(ch, MSG_TRACE_REP, h->id, &rep, mfd);
 }
+
+/* ---- metrics ---------------------------------------------------------------------------- */
+
+void dispatch_h_metrics(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
+{
+	struct msg_METRICS_REP rep = { .live_runs = dispatch_L->live_runs };
+	runner_metrics(&rep);
+	proto_chan_send(ch, MSG_METRICS_REP, h->id, &rep, -1);
+	proto_u32v_clear(&rep.duration_buckets);
+}

@@ -172,6 +172,28 @@ struct run {
 };
 
 static LIST_HEAD(run_list, run) runs = LIST_HEAD_INITIALIZER(runs);
+
+/* what GET /metrics reports (runner_metrics) */
+static const uint32_t bucket_ms[PROTO_RUN_BUCKETS_N] = PROTO_RUN_BUCKETS_MS;
+static struct {
+	uint64_t exited, signaled, timed_out, failed, sum_ms;
+	uint32_t buckets[PROTO_RUN_BUCKETS_N + 1]; /* the last: above every bound */
+} stats;
+
+static void stats_run(const struct run_result *res)
+{
+	size_t b = 0;
+	if (res->timed_out)
+		stats.timed_out++;
+	else if (res->has_exit_code)
+		stats.exited++;
+	else
+		stats.signaled++;
+	while (b < PROTO_RUN_BUCKETS_N && res->duration_ms > bucket_ms[b])
+		b++;
+	stats.buckets[b]++;
+	stats.sum_ms += res->duration_ms;
+}
 static struct event *sigchld_ev;
 
 static void runner_event(struct run *r, enum run_event ev);
@@ -567,6 +589,7 @@ static void act_complete(struct run *r)
 		append_note(r, r->net.why);
 	LIST_REMOVE(r, entry);
 	r->L->live_runs--;
+	stats_run(res);
 	/* a run the history cannot show is an error to the client, never a 200 that 404s */
 	if ((e = store_run_insert(r->L->db, res, r->code)) < 0) {
 		char msg[128];
@@ -1289,6 +1312,7 @@ int runner_start(struct launcher *L, const struct run_request *req, struct sandb
 		snprintf(msg, sizeof(msg), "starting the run failed: %s%s%s", strerror(-e),
 		         r->fail_why ? ": " : "", r->fail_why ? r->fail_why : "");
 		run_free(r);
+		stats.failed++;
 		/* a switch that is on while the engine is broken fails; it never runs raw */
 		done(PERR_ENGINE_UNAVAILABLE, msg, NULL, arg);
 		return 0;
@@ -1312,6 +1336,17 @@ static struct run *live_find(const char *sandbox_id, const char *run_id)
 }
 
 bool runner_is_live(const char *run_id) { return run_id && live_find(NULL, run_id) != NULL; }
+
+void runner_metrics(struct msg_METRICS_REP *m)
+{
+	m->runs_exited = stats.exited;
+	m->runs_signaled = stats.signaled;
+	m->runs_timed_out = stats.timed_out;
+	m->runs_failed = stats.failed;
+	m->duration_sum_ms = stats.sum_ms;
+	for (size_t i = 0; i <= PROTO_RUN_BUCKETS_N; i++)
+		proto_u32v_push(&m->duration_buckets, stats.buckets[i]);
+}
 
 int runner_follow(const char *sandbox_id, const char *run_id, run_output_fn on_output,
                   void *out_arg, run_done_fn done, void *done_arg)

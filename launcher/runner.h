@@ -95,6 +95,9 @@ size_t runner_foreach_live(const char *sandbox_id, int (*fn)(const struct run_re
  * run's own done). -ENOENT: no such live run; -EBUSY: its output already has a reader. */
 int runner_follow(const char *sandbox_id, const char *run_id, run_output_fn on_output,
                   void *out_arg, run_done_fn done, void *done_arg);
+/* Runs by outcome and their durations since the launcher started (GET /metrics). The
+ * caller clears m->duration_buckets. */
+void runner_metrics(struct msg_METRICS_REP *m);
 /* Is run_id a live run given a program (not a jail built ahead and not yet used)? */
 bool runner_is_live(const char *run_id);
 /* Is run_id live (built ahead or not) with its first process not yet reaped? Only then are

@@ -23,7 +23,7 @@
 
 #define PROTO_VERSION 6 /* 2: mounts travel as MNTV in the sandbox spec; 3: streams, run input by memfd;
                           4: limits.diskMb, PERR_INSUFFICIENT_STORAGE; 5: proxy, run refusals;
-                          6: detached runs, processes, kill, files, trace */
+                          6: detached runs, processes, kill, files, trace, metrics */
 
 /* Limits, each a named constant with a test at and past it (tests/unit/test_proto.c). */
 #define PROTO_MSG_MAX    65536u /* whole packet, header included */
@@ -353,6 +353,19 @@ enum proto_stream_chan {
 	F(S, BOOL, tracing, 0)                                                                        \
 	F(S, BOOL, truncated, 0)
 
+/* GET /metrics, the launcher's half: runs by outcome since it started, and their duration
+ * as a histogram (PROTO_RUN_BUCKETS_MS upper bounds; counts per bucket, not cumulative). */
+#define PROTO_RUN_BUCKETS_MS { 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000 }
+#define PROTO_RUN_BUCKETS_N  12u
+#define MSG_METRICS_REP_FIELDS(F, S)                                                                  \
+	F(S, U64, runs_exited, 0)                                                                     \
+	F(S, U64, runs_signaled, 0)                                                                   \
+	F(S, U64, runs_timed_out, 0)                                                                  \
+	F(S, U64, runs_failed, 0)                                                                     \
+	F(S, U32V, duration_buckets, PROTO_RUN_BUCKETS_N + 1)                                         \
+	F(S, U64, duration_sum_ms, 0)                                                                 \
+	F(S, U32, live_runs, 0)
+
 /* Streams. The opener picks the stream id (for a run's output: the id of the RUN request
  * that asked for it) and the ids are unique per channel while open. Chunks are numbered
  * from 0 without gaps; ACK carries how many chunks the receiver has consumed so far;
@@ -416,6 +429,8 @@ enum proto_stream_chan {
 	X(FILE_REP, 49, PROTO_FD_OPTIONAL, ROLE_LAUNCHER, MSG_FILE_REP_FIELDS)                     \
 	X(TRACE_GET, 50, PROTO_FD_NONE, ROLE_API, MSG_TRACE_GET_FIELDS)                            \
 	X(TRACE_REP, 51, PROTO_FD_OPTIONAL, ROLE_LAUNCHER, MSG_TRACE_REP_FIELDS)                   \
+	X(METRICS_REQ, 52, PROTO_FD_NONE, ROLE_API, MSG_EMPTY_FIELDS)                              \
+	X(METRICS_REP, 53, PROTO_FD_NONE, ROLE_LAUNCHER, MSG_METRICS_REP_FIELDS)                   \
 	X(STREAM_DATA, 60, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_API, MSG_STREAM_DATA_FIELDS)        \
 	X(STREAM_ACK, 62, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_API, MSG_STREAM_ACK_FIELDS)          \
 	X(STREAM_END, 64, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_API, MSG_STREAM_END_FIELDS)          \

@@ -15,7 +15,7 @@ const char *config_usage(void)
 	return "usage: sbxd [--listen 127.0.0.1:7420] [--data-dir DIR] [--foreground]\n"
 	       "            [--log-level error|warn|info|debug] [--no-auth] [--libexec DIR]\n"
 	       "            [--docker PATH] [--bwrap PATH]\n"
-	       "            [--allow-remote] [--call-deadline SECONDS] [--no-warm]\n"
+	       "            [--allow-remote] [--call-deadline SECONDS] [--no-warm] [--version]\n"
 	       "            [--hosts FILE]\n";
 }
 
@@ -50,7 +50,7 @@ int config_default_data_dir(bool root, char *buf, size_t bufsz)
 	return 0;
 }
 
-enum { OPT_LISTEN = 1, OPT_DATA, OPT_FG, OPT_LEVEL, OPT_NOAUTH, OPT_LIBEXEC, OPT_REMOTE, OPT_HELP, OPT_DOCKER, OPT_BWRAP, OPT_DEADLINE, OPT_NOWARM, OPT_HOSTS };
+enum { OPT_LISTEN = 1, OPT_DATA, OPT_FG, OPT_LEVEL, OPT_NOAUTH, OPT_LIBEXEC, OPT_REMOTE, OPT_HELP, OPT_DOCKER, OPT_BWRAP, OPT_DEADLINE, OPT_NOWARM, OPT_HOSTS, OPT_VERSION };
 
 int config_parse(int argc, char *argv[], struct sbxd_config *cfg, const char **ret_why)
 {
@@ -68,6 +68,7 @@ int config_parse(int argc, char *argv[], struct sbxd_config *cfg, const char **r
 		{ "no-warm", no_argument, NULL, OPT_NOWARM },
 		{ "hosts", required_argument, NULL, OPT_HOSTS },
 		{ "help", no_argument, NULL, OPT_HELP },
+		{ "version", no_argument, NULL, OPT_VERSION },
 		{ NULL, 0, NULL, 0 },
 	};
 	char host[LISTEN_HOST_MAX];
@@ -147,6 +148,9 @@ int config_parse(int argc, char *argv[], struct sbxd_config *cfg, const char **r
 			break;
 		case OPT_HELP:
 			cfg->show_help = true;
+			return 0;
+		case OPT_VERSION:
+			cfg->show_version = true;
 			return 0;
 		default: {
 			static char why[128]; /* start-up only, single-threaded */

@@ -127,6 +127,10 @@ int main(int argc, char *argv[])
 		fputs(config_usage(), stdout);
 		return 0;
 	}
+	if (d->cfg.show_version) {
+		printf("sbxd %s (wire protocol %d)\n", SBX_BUILD_ID, PROTO_VERSION);
+		return 0;
+	}
 	if (!d->cfg.data_dir[0] &&
 	    (r = config_default_data_dir(root, d->cfg.data_dir, sizeof(d->cfg.data_dir))) < 0) {
 		fprintf(stderr, "sbxd: no data directory (set --data-dir or SBX_DATA_DIR): %s\n",

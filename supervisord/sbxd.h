@@ -52,6 +52,7 @@ struct sbxd_config {
 	bool no_auth;
 	bool allow_remote;
 	bool show_help;
+	bool show_version;
 };
 
 /* ---- config.c: no logging, 0 or -errno ----------------------------------------------- */

@@ -156,3 +156,16 @@ Test(sbxd_config, default_data_dir_order)
 	setenv("HOME", "/home/u", 1);
 	cr_assert_eq(config_default_data_dir(false, buf, 8), -ENAMETOOLONG);
 }
+
+Test(sbxd_config, version_and_help)
+{
+	struct sbxd_config cfg;
+	const char *why;
+	cr_assert_eq(PARSE(&cfg, &why, "--version"), 0);
+	cr_expect(cfg.show_version);
+	cr_expect_not(cfg.show_help);
+	cr_assert_eq(PARSE(&cfg, &why, "--help"), 0);
+	cr_expect(cfg.show_help);
+	cr_expect_not(cfg.show_version);
+	cr_expect_eq(PARSE(&cfg, &why, "--version=1"), -EINVAL);
+}
