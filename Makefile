@@ -8,7 +8,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_SMOKE_SECONDS ?= 20 # per target, in `make test` (fuzz-smoke)
 FUZZ_TARGETS ?= proto json mcp http
 
-.PHONY: all deps build run test test-unit test-asan test-e2e fuzz fuzz-build fuzz-smoke fuzz-run bench clean
+.PHONY: all deps build install run test test-unit test-asan test-e2e fuzz fuzz-build fuzz-smoke fuzz-run bench clean
 
 all: build
 
@@ -21,6 +21,14 @@ build: deps
 
 run: build
 	exec $(BUILD)/bin/sbxd --foreground $(RUN_ARGS)
+
+# PREFIX (default /usr/local) and DESTDIR (staging) as usual: binaries and the tracing
+# shims in PREFIX/libexec/sbx, PREFIX/bin/sbxd, the systemd unit, the docs
+PREFIX ?= /usr/local
+install: build
+	@cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+	DESTDIR=$(DESTDIR) cmake --install $(BUILD)
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j 1
