@@ -11,6 +11,7 @@
 
 #include "cleanup.h"
 #include "log.h"
+#include "notify.h"
 #include "sbxd.h"
 #include "util.h"
 
@@ -323,9 +324,23 @@ static void act_spawn(struct child *c)
 
 static void act_running(struct child *c)
 {
+	struct sbxd *d = c->d;
+	char msg[192];
+	bool all = true;
 	evtimer_del(c->timer);
 	c->state = CS_RUNNING;
 	log_info("%s (pid %d) is running", c->name, (int)c->pid);
+	for (int i = 0; i < CHILD_N_; i++)
+		all &= d->child[i].state == CS_RUNNING;
+	if (!all || d->shutting_down)
+		return;
+	/* the service manager hears once that sbxd is ready, and after that each recovery */
+	snprintf(msg, sizeof(msg), "%sSTATUS=serving; restarts: sbx-launcher %u, sbx-api %u\n",
+	         d->notified_ready ? "" : "READY=1\n", d->child[CHILD_LAUNCHER].restarts,
+	         d->child[CHILD_API].restarts);
+	if (notify_send(msg) < 0)
+		log_warnx("telling the service manager we are ready failed");
+	d->notified_ready = true;
 }
 
 /* A child that broke or closed its channel cannot be supervised: kill it; the exit

@@ -16,6 +16,7 @@
 
 #include "cleanup.h"
 #include "log.h"
+#include "notify.h"
 #include "sbxd.h"
 #include "util.h"
 
@@ -139,6 +140,7 @@ int main(int argc, char *argv[])
 	}
 	log_parse_level(d->cfg.log_level, &lvl);
 	log_init("sbxd", lvl);
+	notify_init(); /* $NOTIFY_SOCKET is sbxd's alone: taken, and cleared for the children */
 	if ((r = data_dir_prepare(d->cfg.data_dir, root)) < 0) {
 		errno = -r;
 		fatal("data directory %s", d->cfg.data_dir);

@@ -153,6 +153,7 @@ struct sbxd {
 	uint64_t started_at; /* unix seconds */
 	bool shutting_down;
 	bool shutdown_finished;
+	bool notified_ready; /* READY=1 went to $NOTIFY_SOCKET (notify.h) */
 	uint64_t shutdown_start_ms;
 	struct event *shutdown_timer; /* the one 300 ms wait */
 	struct event *shutdown_poll;  /* exits early once everything is gone */

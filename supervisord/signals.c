@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "notify.h"
 #include "sbxd.h"
 #include "util.h"
 
@@ -99,6 +100,7 @@ void sbxd_shutdown_begin(struct sbxd *d)
 	for (int i = 0; i < CHILD_N_; i++)
 		children_event(&d->child[i], CE_STOP);
 	log_info("shutting down: SIGTERM to both children and %zu process groups", groups);
+	notify_send("STOPPING=1\nSTATUS=stopping: SIGTERM to every run and both children\n");
 	evtimer_add(d->shutdown_timer, &grace);
 	event_add(d->shutdown_poll, &poll);
 }

@@ -1,0 +1,14 @@
+/* sd_notify(3) for sbxd (notify.c): READY=1 once both children run, STATUS= lines, and
+ * STOPPING=1 at shutdown. */
+#ifndef SBX_SBXD_NOTIFY_H
+#define SBX_SBXD_NOTIFY_H
+
+#include <stdbool.h>
+
+/* Take $NOTIFY_SOCKET (and clear it from the environment). */
+void notify_init(void);
+bool notify_enabled(void);
+/* Send "KEY=value\n..." to the service manager: 0 (also when there is none) or -errno. */
+int notify_send(const char *text);
+
+#endif
