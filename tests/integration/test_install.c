@@ -87,6 +87,18 @@ Test(install, the_installed_tree_runs_a_traced_jail)
 	snprintf(exec_start, sizeof(exec_start), "ExecStart=%s/libexec/sbx/sbxd ", prefix);
 	cr_expect(strstr(unit, exec_start), "%s", unit);
 	cr_expect(!strchr(unit, '@'), "a placeholder was left in the unit: %s", unit);
+	/* systemd's own checker, where it is installed, on the unit as staged (ExecStart
+	 * pointed at the staged binary, which is the only difference) */
+	if (access("/usr/bin/systemd-analyze", X_OK) == 0) {
+		char cmd[PATH_MAX * 3];
+		snprintf(cmd, sizeof(cmd),
+		         "mkdir -p %s/verify && sed 's#^ExecStart=[^ ]*#ExecStart=%s%s/libexec/sbx/sbxd#' %s "
+		         "> %s/verify/sbxd.service && timeout 30 systemd-analyze verify %s/verify/sbxd.service "
+		         "> %s/verify.log 2>&1", stage, stage, prefix, p, stage, stage, stage);
+		cr_expect(system(cmd) == 0, "systemd-analyze verify refused the unit (%s/verify.log)", stage);
+	} else {
+		printf("SKIP: systemd-analyze is not installed: the unit is not verified\n");
+	}
 	snprintf(p, sizeof(p), "%s%s/share/doc/sbx/observe.md", stage, prefix);
 	cr_expect(stat(p, &st) == 0, "missing %s", p);
 
