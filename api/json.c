@@ -462,15 +462,29 @@ static bool jf_is_group(const char *key)
 	return false;
 }
 
-/* Every key of the body is a member of the sandbox object that a client may set (or the
- * one extra argument a front door adds): a typo must not pass as "accepted". */
+/* Is k one of the comma-separated names in list? */
+static bool key_listed(const char *list, const char *k)
+{
+	size_t kl = strlen(k);
+	for (const char *p = list; p && *p;) {
+		size_t n = strcspn(p, ",");
+		if (n == kl && strncmp(p, k, n) == 0)
+			return true;
+		p += n + (p[n] == ',');
+	}
+	return false;
+}
+
+/* Every key of the body is a member of the sandbox object that a client may set (or one of
+ * the extra arguments, comma-separated, a caller adds): a typo must not pass as
+ * "accepted". */
 static int check_keys(yajl_val obj, const char *extra, char *errmsg, size_t errlen)
 {
 	static const char *const readonly[] = SBX_READONLY_JSON_KEYS;
 	for (size_t i = 0; i < obj->u.object.len; i++) {
 		const char *k = obj->u.object.keys[i];
 		yajl_val v = obj->u.object.values[i];
-		if ((extra && strcmp(k, extra) == 0) || jf_find(NULL, k))
+		if (key_listed(extra, k) || jf_find(NULL, k))
 			continue;
 		for (size_t j = 0; j < sizeof(readonly) / sizeof(readonly[0]); j++)
 			if (strcmp(k, readonly[j]) == 0)
@@ -1287,4 +1301,266 @@ int json_base64_decode(const char *s, size_t len, char **ret, size_t *ret_len)
 	*ret = (char *)out;
 	*ret_len = o;
 	return 0;
+}
+
+/* ---- apps ----------------------------------------------------------------------------- */
+
+static const char *const app_state_names[] = { "STOPPED", "STARTING", "RUNNING", "BACKOFF",
+	                                       "STOPPING", "EXITED", "FATAL" };
+
+const char *json_app_state_name(uint32_t s)
+{
+	return s <= APP_STATE_MAX_ ? app_state_names[s] : "UNKNOWN";
+}
+
+#define APP_JSON_KEYS "command,port,autostart,autorestart,startsecs,startretries,exitcodes,stopsignal,stopwaitsecs"
+
+static int parse_signal(yajl_val v, uint32_t *ret)
+{
+	*ret = 0;
+	if (YAJL_IS_INTEGER(v)) {
+		long long n = YAJL_GET_INTEGER(v);
+		for (size_t i = 0; i < sizeof(kill_signals) / sizeof(kill_signals[0]); i++)
+			if (kill_signals[i].num == n)
+				*ret = (uint32_t)n;
+	} else if (YAJL_IS_STRING(v)) {
+		const char *s = YAJL_GET_STRING(v);
+		if (strncmp(s, "SIG", 3) == 0)
+			s += 3;
+		for (size_t i = 0; i < sizeof(kill_signals) / sizeof(kill_signals[0]); i++)
+			if (strcmp(kill_signals[i].name, s) == 0)
+				*ret = (uint32_t)kill_signals[i].num;
+	}
+	return *ret ? 0 : -EINVAL;
+}
+
+static int app_u32(yajl_val obj, const char *key, uint32_t bit, uint32_t *dst, uint32_t *mask,
+                   char *errmsg, size_t errlen)
+{
+	int r = json_get_u32(obj, key, dst);
+	if (r == -EINVAL)
+		BAD("%s: must be a non-negative integer", key);
+	if (r == 0)
+		*mask |= bit;
+	return 0;
+}
+
+int json_parse_app(yajl_val obj, bool create, const char *extra, struct msg_APP_PUT *out,
+                   char *errmsg, size_t errlen)
+{
+	struct msg_SBX_UPDATE u = { 0 };
+	char keys[512];
+	const char *cmd = NULL;
+	yajl_val v;
+	int r;
+
+	if (!obj || !YAJL_IS_OBJECT(obj))
+		BAD("the body must be a JSON object");
+	for (size_t i = 0; i < obj->u.object.len; i++) {
+		const char *k = obj->u.object.keys[i];
+		if (strcmp(k, "dir") == 0 || strcmp(k, "sandboxId") == 0 || strcmp(k, "state") == 0)
+			BAD("%s: read-only (an app lives in its own sandbox's workdir)", k);
+	}
+	snprintf(keys, sizeof(keys), "%s%s%s", APP_JSON_KEYS, extra ? "," : "", extra ? extra : "");
+	if ((r = json_parse_sbx_fields(obj, keys, &u, errmsg, errlen)) < 0)
+		goto out;
+	out->create = create;
+	if (create) {
+		if (!(u.set_mask & SBXF_NAME) || !proto_app_name_valid(u.name)) {
+			snprintf(errmsg, errlen, "name: required, 1..%u of [a-z0-9_.-] starting with a "
+			         "letter or digit", PROTO_APP_NAME_MAX);
+			r = -EINVAL;
+			goto out;
+		}
+		out->app = strdup(u.name);
+		u.set_mask &= ~(uint32_t)SBXF_NAME;
+	} else if (u.set_mask & SBXF_NAME) {
+		snprintf(errmsg, errlen, "name: an app cannot be renamed");
+		r = -EINVAL;
+		goto out;
+	}
+	out->set_mask = u.set_mask;
+#define COPY_SPEC(S, KIND, NAME, LIMIT) out->NAME = u.NAME; memset(&u.NAME, 0, sizeof(u.NAME));
+	SBX_SPEC_FIELDS(COPY_SPEC, x)
+#undef COPY_SPEC
+	if ((r = json_get_str(obj, "command", &cmd)) == -EINVAL) {
+		snprintf(errmsg, errlen, "command: must be a string");
+		goto out;
+	}
+	if (r == 0) {
+		if (!*cmd || strlen(cmd) > PROTO_APP_CMD_MAX) {
+			snprintf(errmsg, errlen, "command: 1..%u bytes", PROTO_APP_CMD_MAX);
+			r = strlen(cmd) > PROTO_APP_CMD_MAX ? -E2BIG : -EINVAL;
+			goto out;
+		}
+		if (!(out->command = strdup(cmd))) {
+			r = -ENOMEM;
+			goto out;
+		}
+		out->app_mask |= APPF_COMMAND;
+	} else if (create) {
+		snprintf(errmsg, errlen, "command: required");
+		r = -EINVAL;
+		goto out;
+	}
+	r = 0;
+	if ((r = app_u32(obj, "port", APPF_PORT, &out->port, &out->app_mask, errmsg, errlen)) < 0 ||
+	    (r = app_u32(obj, "startsecs", APPF_STARTSECS, &out->startsecs, &out->app_mask, errmsg, errlen)) < 0 ||
+	    (r = app_u32(obj, "startretries", APPF_STARTRETRIES, &out->startretries, &out->app_mask, errmsg, errlen)) < 0 ||
+	    (r = app_u32(obj, "stopwaitsecs", APPF_STOPWAITSECS, &out->stopwaitsecs, &out->app_mask, errmsg, errlen)) < 0)
+		goto out;
+	if ((out->app_mask & APPF_PORT) && (out->port < 1 || out->port > 65535)) {
+		snprintf(errmsg, errlen, "port: 1..65535");
+		r = -EINVAL;
+		goto out;
+	}
+	if ((r = json_get_bool(obj, "autostart", &out->autostart)) == -EINVAL) {
+		snprintf(errmsg, errlen, "autostart: must be a boolean");
+		goto out;
+	}
+	if (r == 0)
+		out->app_mask |= APPF_AUTOSTART;
+	r = 0;
+	if ((v = yajl_tree_get(obj, (const char *[]){ "autorestart", NULL }, yajl_t_any))) {
+		if (YAJL_IS_TRUE(v))
+			out->autorestart = APP_RESTART_ALWAYS;
+		else if (YAJL_IS_FALSE(v))
+			out->autorestart = APP_RESTART_NEVER;
+		else if (YAJL_IS_STRING(v) && v->u.string && strcmp(v->u.string, "unexpected") == 0)
+			out->autorestart = APP_RESTART_UNEXPECTED;
+		else {
+			snprintf(errmsg, errlen, "autorestart: false, true or \"unexpected\"");
+			r = -EINVAL;
+			goto out;
+		}
+		out->app_mask |= APPF_AUTORESTART;
+	}
+	if ((v = yajl_tree_get(obj, (const char *[]){ "stopsignal", NULL }, yajl_t_any))) {
+		if (parse_signal(v, &out->stopsignal) < 0) {
+			snprintf(errmsg, errlen, "stopsignal: one of HUP INT QUIT KILL USR1 USR2 TERM");
+			r = -EINVAL;
+			goto out;
+		}
+		out->app_mask |= APPF_STOPSIGNAL;
+	}
+	if ((v = yajl_tree_get(obj, (const char *[]){ "exitcodes", NULL }, yajl_t_any))) {
+		if (!YAJL_IS_ARRAY(v) || v->u.array.len > PROTO_LIST_MAX) {
+			snprintf(errmsg, errlen, "exitcodes: an array of 0..255, at most %u", PROTO_LIST_MAX);
+			r = -EINVAL;
+			goto out;
+		}
+		for (size_t i = 0; i < v->u.array.len; i++) {
+			yajl_val e = v->u.array.values[i];
+			if (!YAJL_IS_INTEGER(e) || YAJL_GET_INTEGER(e) < 0 || YAJL_GET_INTEGER(e) > 255) {
+				snprintf(errmsg, errlen, "exitcodes: each 0..255");
+				r = -EINVAL;
+				goto out;
+			}
+			if ((r = proto_u32v_push(&out->exitcodes, (uint32_t)YAJL_GET_INTEGER(e))) < 0)
+				goto out;
+		}
+		out->app_mask |= APPF_EXITCODES;
+	}
+	r = 0;
+	if (!out->app)
+		out->app = strdup("");
+	if (!out->command)
+		out->command = strdup("");
+	if (!out->app || !out->command)
+		r = -ENOMEM;
+out:
+	proto_msg_clear(MSG_SBX_UPDATE, &u);
+	return r;
+}
+
+/* H:MM:SS, or "N day(s), H:MM:SS": Python's str(timedelta), which supervisorctl prints */
+void json_uptime(uint64_t secs, char *buf, size_t sz)
+{
+	uint64_t days = secs / 86400, rest = secs % 86400;
+	if (days)
+		snprintf(buf, sz, "%llu day%s, %llu:%02llu:%02llu", (unsigned long long)days,
+		         days == 1 ? "" : "s", (unsigned long long)(rest / 3600),
+		         (unsigned long long)(rest % 3600 / 60), (unsigned long long)(rest % 60));
+	else
+		snprintf(buf, sz, "%llu:%02llu:%02llu", (unsigned long long)(rest / 3600),
+		         (unsigned long long)(rest % 3600 / 60), (unsigned long long)(rest % 60));
+}
+
+static void gen_kints(yajl_gen g, const char *k, const struct proto_u32v *v)
+{
+	json_gen_key(g, k);
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < v->n; i++)
+		yajl_gen_integer(g, v->v[i]);
+	yajl_gen_array_close(g);
+}
+
+void json_gen_app(yajl_gen g, const struct msg_APP_REP *a)
+{
+	char up[64];
+	yajl_gen_map_open(g);
+	json_gen_kstr(g, "name", a->app);
+	json_gen_kstr(g, "state", json_app_state_name(a->state));
+	json_gen_kstr(g, "sandboxId", a->sandbox_id);
+	json_gen_kstr(g, "command", a->command);
+	if (a->port)
+		json_gen_kint(g, "port", a->port);
+	else
+		json_gen_knull(g, "port");
+	json_gen_kstr(g, "dir", a->dir);
+	json_gen_kbool(g, "autostart", a->autostart);
+	json_gen_key(g, "autorestart");
+	if (a->autorestart == APP_RESTART_UNEXPECTED)
+		json_gen_str(g, "unexpected");
+	else
+		yajl_gen_bool(g, a->autorestart == APP_RESTART_ALWAYS);
+	json_gen_kint(g, "startsecs", a->startsecs);
+	json_gen_kint(g, "startretries", a->startretries);
+	gen_kints(g, "exitcodes", &a->exitcodes);
+	json_gen_kstr(g, "stopsignal", json_signal_name((int)a->stopsignal));
+	json_gen_kint(g, "stopwaitsecs", a->stopwaitsecs);
+	gen_time(g, "createdAt", a->created_at);
+	if (a->pid)
+		json_gen_kint(g, "pid", a->pid);
+	else
+		json_gen_knull(g, "pid");
+	/* what supervisorctl needs for its description, as Unix seconds */
+	json_gen_kint(g, "start", (long long)a->start_s);
+	json_gen_kint(g, "stop", (long long)a->stop_s);
+	json_gen_kint(g, "now", (long long)a->now_s);
+	if (a->state == APP_RUNNING && a->start_s) {
+		json_uptime(a->now_s > a->start_s ? a->now_s - a->start_s : 0, up, sizeof(up));
+		json_gen_kstr(g, "uptime", up);
+	}
+	if (a->has_exit)
+		json_gen_kint(g, "exitStatus", a->exit_status);
+	else
+		json_gen_knull(g, "exitStatus");
+	json_gen_kstr(g, "spawnerr", a->spawnerr);
+	json_gen_kint(g, "starts", a->starts);
+	if (a->checked) {
+		json_gen_kbool(g, "confined", a->confined);
+		if (!a->confined)
+			json_gen_kstr(g, "unconfinedWhy", a->unconfined_why);
+		json_gen_key(g, "process");
+		yajl_gen_map_open(g);
+		json_gen_kint(g, "pid", a->pid);
+		json_gen_kint(g, "uid", a->uid);
+		json_gen_kint(g, "gid", a->gid);
+		json_gen_kbool(g, "noNewPrivs", a->no_new_privs);
+		json_gen_kstr(g, "seccomp", a->seccomp == 2 ? "filter" : a->seccomp == 1 ? "strict" : "off");
+		json_gen_kint(g, "seccompFilters", a->seccomp_filters);
+		json_gen_kstr(g, "capEff", a->cap_eff);
+		json_gen_key(g, "namespaces");
+		yajl_gen_array_open(g);
+		for (uint32_t i = 0; i < a->namespaces.n; i++)
+			json_gen_str(g, a->namespaces.v[i]);
+		yajl_gen_array_close(g);
+		json_gen_kstr(g, "cgroup", a->cgroup);
+		gen_kints(g, "listening", &a->listening);
+		yajl_gen_map_close(g);
+	} else {
+		json_gen_knull(g, "confined");
+	}
+	yajl_gen_map_close(g);
 }

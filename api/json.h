@@ -56,6 +56,15 @@ char *json_error_doc(enum proto_err e, const char *message, size_t *ret_len);
 int json_parse_sbx_fields(yajl_val obj, const char *extra, struct msg_SBX_UPDATE *out,
                           char *errmsg, size_t errlen);
 int json_parse_sbx_spec(yajl_val obj, struct msg_SBX_UPDATE *out, char *errmsg, size_t errlen);
+/* An app's create (create = true: name and command required) or PATCH body: the app's own
+ * members and, on create, the fence's (the sandbox fields). extra: further keys a front
+ * door adds (comma-separated), or NULL. */
+int json_parse_app(yajl_val obj, bool create, const char *extra, struct msg_APP_PUT *out,
+                   char *errmsg, size_t errlen);
+void json_gen_app(yajl_gen g, const struct msg_APP_REP *a);
+const char *json_app_state_name(uint32_t s);
+/* Python's str(timedelta) of whole seconds, as supervisorctl prints an uptime. */
+void json_uptime(uint64_t secs, char *buf, size_t sz);
 int json_parse_run(yajl_val obj, struct msg_RUN *out, char *errmsg, size_t errlen);
 int json_parse_exec(yajl_val obj, struct msg_EXEC *out, char *errmsg, size_t errlen);
 int json_parse_policy(yajl_val obj, struct msg_POLICY_SET *inout, char *errmsg, size_t errlen);

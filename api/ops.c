@@ -254,6 +254,9 @@ static void on_single(const struct stub_reply *rep, void *arg)
 		json_gen_kill(g, k, json_signal_name((int)k->signal));
 		break;
 	}
+	case MSG_APP_REP:
+		json_gen_app(g, rep->msg);
+		break;
 	case MSG_OK:
 		yajl_gen_map_open(g);
 		json_gen_kstr(g, "id", ((const struct msg_OK *)rep->msg)->id);
@@ -308,6 +311,8 @@ static void on_list(const struct stub_reply *rep, void *arg)
 			             rep->errout_len);
 		else if (rep->type == MSG_PROC_REP)
 			json_gen_proc(o->g, rep->msg);
+		else if (rep->type == MSG_APP_REP)
+			json_gen_app(o->g, rep->msg);
 		o->count++;
 		return;
 	}
@@ -883,6 +888,186 @@ static int start_trace(struct op *o, const struct op_args *a, char *why, size_t 
 	return stub_trace(&m, on_trace, o);
 }
 
+/* ---- apps ------------------------------------------------------------------------------ */
+
+static int start_app_create(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	struct msg_APP_PUT m = { 0 };
+	int r;
+	if ((r = json_parse_app(a->body, true, NULL, &m, why, whysz)) == 0)
+		r = stub_app_put(&m, on_single, o);
+	proto_msg_clear(MSG_APP_PUT, &m);
+	return r;
+}
+
+static int start_app_update(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	struct msg_APP_PUT m = { 0 };
+	int r;
+	if ((r = json_parse_app(a->body, false, NULL, &m, why, whysz)) == 0) {
+		free(m.app);
+		m.app = strdup(a->id);
+		r = m.app ? stub_app_put(&m, on_single, o) : -ENOMEM;
+	}
+	proto_msg_clear(MSG_APP_PUT, &m);
+	return r;
+}
+
+static int start_app_get(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	return stub_app_get(a->id, on_single, o);
+}
+
+static int start_app_delete(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	return stub_app_delete(a->id, on_single, o);
+}
+
+static int start_app_start(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	return stub_app_ctl(a->id, APP_OP_START, on_single, o);
+}
+
+static int start_app_stop(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	return stub_app_ctl(a->id, APP_OP_STOP, on_single, o);
+}
+
+static int start_app_restart(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	return stub_app_ctl(a->id, APP_OP_RESTART, on_single, o);
+}
+
+static void on_app_log(const struct stub_reply *rep, void *arg)
+{
+	struct op *o = arg;
+	const struct msg_APP_LOG_REP *l = rep->msg;
+	yajl_gen g;
+	if (rep->type != MSG_APP_LOG_REP) {
+		op_fail(o, rep->type == MSG_ERROR ? rep->err : PERR_INTERNAL,
+		        rep->type == MSG_ERROR ? rep->message : "unexpected reply from the launcher");
+		return;
+	}
+	if (o->raw_out) { /* REST: the log's bytes as they are */
+		char *body = malloc(rep->out_len + 1);
+		if (!body) {
+			op_fail(o, PERR_INTERNAL, "out of memory");
+			return;
+		}
+		if (rep->out_len)
+			memcpy(body, rep->out, rep->out_len);
+		*o->raw_out = (struct op_raw){ .used = true, .length = rep->out_len, .total = l->size,
+			                       .offset = l->size - rep->out_len,
+			                       .content_type = "text/plain; charset=utf-8" };
+		op_finish(o, o->row->status, body, rep->out_len);
+		return;
+	}
+	g = json_gen_new();
+	yajl_gen_map_open(g);
+	json_gen_key(g, "text");
+	json_gen_bytes(g, rep->out ? rep->out : "", rep->out_len);
+	json_gen_kint(g, "size", (long long)l->size);
+	json_gen_kint(g, "length", (long long)rep->out_len);
+	yajl_gen_map_close(g);
+	op_gen_done(o, o->row->status, g);
+	yajl_gen_free(g);
+}
+
+/* stream (stdout | stderr) and tail (bytes) from the query or the tool's arguments */
+static int app_log_args(yajl_val b, struct msg_APP_LOG *m, char *why, size_t whysz)
+{
+	const char *stream = NULL;
+	yajl_val tail;
+	if (b && json_get_str(b, "stream", &stream) == -EINVAL) {
+		snprintf(why, whysz, "stream: \"stdout\" or \"stderr\"");
+		return -EINVAL;
+	}
+	if (stream && strcmp(stream, "stdout") && strcmp(stream, "stderr")) {
+		snprintf(why, whysz, "stream: \"stdout\" or \"stderr\"");
+		return -EINVAL;
+	}
+	m->stream = stream && strcmp(stream, "stderr") == 0;
+	tail = b ? yajl_tree_get(b, (const char *[]){ "tail", NULL }, yajl_t_any) : NULL;
+	if (tail) {
+		const char *s = YAJL_IS_STRING(tail) ? YAJL_GET_STRING(tail) : NULL;
+		char *end = NULL;
+		if (YAJL_IS_INTEGER(tail) && YAJL_GET_INTEGER(tail) >= 0)
+			m->tail = (uint64_t)YAJL_GET_INTEGER(tail);
+		else if (s && *s >= '0' && *s <= '9' && (m->tail = strtoull(s, &end, 10), !*end))
+			;
+		else {
+			snprintf(why, whysz, "tail: a number of bytes");
+			return -EINVAL;
+		}
+		if (m->tail > PROTO_APP_LOG_MAX) {
+			snprintf(why, whysz, "tail: at most %u bytes", PROTO_APP_LOG_MAX);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int start_app_log(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	struct msg_APP_LOG m = { .app = (char *)a->id };
+	int r;
+	for (size_t i = 0; a->body && YAJL_IS_OBJECT(a->body) && i < a->body->u.object.len; i++) {
+		const char *k = a->body->u.object.keys[i];
+		if (strcmp(k, "stream") && strcmp(k, "tail") && strcmp(k, "name")) {
+			snprintf(why, whysz, "%s: unknown argument (stream, tail)", k);
+			return -EINVAL;
+		}
+	}
+	if ((r = app_log_args(a->body, &m, why, whysz)) < 0)
+		return r;
+	o->raw_out = a->raw_out;
+	return stub_app_log(&m, on_app_log, o);
+}
+
+/* GET /apps, and the sbx_apps tool: {action: list | status | start | stop | restart | log,
+ * name, stream, tail} */
+static int start_apps(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	static const char *const actions[] = { "list", "status", "start", "stop", "restart", "log" };
+	const char *action = "list", *name = NULL;
+	yajl_val b = a->entrance == ENTRANCE_MCP ? a->body : NULL;
+	size_t act = 0;
+	for (size_t i = 0; b && YAJL_IS_OBJECT(b) && i < b->u.object.len; i++) {
+		const char *k = b->u.object.keys[i];
+		if (strcmp(k, "action") && strcmp(k, "name") && strcmp(k, "stream") && strcmp(k, "tail")) {
+			snprintf(why, whysz, "%s: unknown argument (action, name, stream, tail)", k);
+			return -EINVAL;
+		}
+	}
+	if (b && (json_get_str(b, "action", &action) == -EINVAL || json_get_str(b, "name", &name) == -EINVAL)) {
+		snprintf(why, whysz, "action and name: strings");
+		return -EINVAL;
+	}
+	while (act < sizeof(actions) / sizeof(actions[0]) && strcmp(actions[act], action))
+		act++;
+	if (act == sizeof(actions) / sizeof(actions[0])) {
+		snprintf(why, whysz, "action: one of list, status, start, stop, restart, log");
+		return -EINVAL;
+	}
+	if (act == 0) {
+		o->list_key = "apps";
+		return stub_app_list(on_list, o);
+	}
+	if (!name || !proto_app_name_valid(name)) {
+		snprintf(why, whysz, "name: the app's name");
+		return -EINVAL;
+	}
+	if (act == 1)
+		return stub_app_get(name, on_single, o);
+	if (act == 5) {
+		struct msg_APP_LOG m = { .app = (char *)name };
+		int r = app_log_args(b, &m, why, whysz);
+		return r < 0 ? r : stub_app_log(&m, on_app_log, o);
+	}
+	return stub_app_ctl(name, act == 2 ? APP_OP_START : act == 3 ? APP_OP_STOP : APP_OP_RESTART,
+	                    on_single, o);
+}
+
 /* ---- metrics ------------------------------------------------------------------------- */
 
 static void metrics_finish(struct op *o, const struct msg_METRICS_REP *m)
@@ -1029,6 +1214,34 @@ const struct op_row op_table[] = {
 	  "Run a shell command (the agent shell), in the given sandbox or the default one named "
 	  "\"shell\".",
 	  SCHEMA_EXEC_PROPS, "\"code\"", SCHEMA_RUN, 200, start_exec, 0 },
+	{ "listApps", GET, "/apps", NULL, "sbx_apps",
+	  "Space Apps, long-lived jailed services: list them (REST, and the tool's default), or "
+	  "with the tool's action: status, start, stop, restart or log of the app name.",
+	  SCHEMA_APPS_TOOL_PROPS, NULL, SCHEMA_APP_LIST, 200, start_apps, 0 },
+	{ "createApp", POST, "/apps", NULL, NULL,
+	  "Create an app: a command run by sh -s in a sandbox of its own (\"app:NAME\", created "
+	  "with the fence settings given here), kept running by supervisord's rules.",
+	  SCHEMA_APP_PROPS, "\"name\",\"command\"", SCHEMA_APP, 201, start_app_create, 0 },
+	{ "getApp", GET, "/apps/{name}", NULL, NULL,
+	  "One app: its state and, while it runs, what its process got from the kernel.", NULL,
+	  NULL, SCHEMA_APP, 200, start_app_get, 0 },
+	{ "updateApp", PATCH, "/apps/{name}", NULL, NULL,
+	  "Change an app's supervision settings (its fence is its sandbox's); from the next start.",
+	  SCHEMA_APP_PATCH_PROPS, NULL, SCHEMA_APP, 200, start_app_update, 0 },
+	{ "deleteApp", DELETE, "/apps/{name}", NULL, NULL,
+	  "Delete a stopped app with its sandbox, directory and logs.", NULL, NULL, SCHEMA_DELETED,
+	  200, start_app_delete, 0 },
+	{ "startApp", POST, "/apps/{name}/start", NULL, NULL, "Start an app.", NULL, NULL,
+	  SCHEMA_APP, 200, start_app_start, 0 },
+	{ "stopApp", POST, "/apps/{name}/stop", NULL, NULL,
+	  "Stop an app: its stopsignal, then SIGKILL after stopwaitsecs.", NULL, NULL, SCHEMA_APP,
+	  200, start_app_stop, 0 },
+	{ "restartApp", POST, "/apps/{name}/restart", NULL, NULL, "Stop an app, then start it.",
+	  NULL, NULL, SCHEMA_APP, 200, start_app_restart, 0 },
+	{ "getAppLog", GET, "/apps/{name}/log", "stream,tail", NULL,
+	  "The end of an app's stdout (or stream=stderr) log, tail bytes of it (default and most: "
+	  "4 MiB), as text.", SCHEMA_APP_LOG_PROPS, NULL, SCHEMA_APP_LOG, 200, start_app_log,
+	  OPF_QUERY_ARGS | OPF_RAW_REPLY | OPF_TEXT_REPLY },
 	{ "metrics", GET, "/metrics", NULL, NULL,
 	  "Prometheus text format: runs by outcome, run latency histogram, live runs and process "
 	  "groups, restarts of each child, requests by operation and status.",
@@ -1045,8 +1258,9 @@ const size_t op_table_len = sizeof(op_table) / sizeof(op_table[0]);
 #undef DELETE
 
 static const struct op_param op_params[] = {
-	{ "id", "sandboxId", "no such sandbox", offsetof(struct op_args, id) },
-	{ "runId", "runId", "no such run", offsetof(struct op_args, sub_id) },
+	{ "id", "sandboxId", "no such sandbox", offsetof(struct op_args, id), proto_id_valid },
+	{ "runId", "runId", "no such run", offsetof(struct op_args, sub_id), proto_id_valid },
+	{ "name", "name", "no such app", offsetof(struct op_args, id), proto_app_name_valid },
 };
 
 const struct op_row *op_by_tool(const char *name)
@@ -1122,7 +1336,7 @@ void op_start(const struct op_row *row, const struct op_args *a, op_done_fn done
 	o->arg = arg;
 	n = op_row_params(row, params, OP_PARAMS_MAX);
 	for (int i = 0; i < n; i++)
-		if (!proto_id_valid(op_param_get(params[i], a))) {
+		if (!params[i]->valid(op_param_get(params[i], a))) {
 			/* an id we would never issue names nothing */
 			op_fail(o, PERR_NOT_FOUND, params[i]->not_found);
 			return;

@@ -79,6 +79,7 @@ struct op_param {
 	const char *tool_arg;
 	const char *not_found;
 	size_t field; /* offsetof(struct op_args, ...) */
+	bool (*valid)(const char *value); /* false: a value we would never issue (404) */
 };
 
 extern const struct op_row op_table[];

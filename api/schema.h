@@ -50,6 +50,21 @@
 	"\"execShell\":" S_BOOL ",\"schedulerScript\":" S_BOOL ",\"runPython\":" S_BOOL            \
 	",\"runNode\":" S_BOOL
 
+#define SCHEMA_APP_OWN_PROPS                                                                          \
+	"\"command\":" S_STR ",\"port\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":65535}," \
+	"\"autostart\":" S_BOOL ",\"autorestart\":{\"type\":[\"boolean\",\"string\"],"       \
+	"\"enum\":[false,true,\"unexpected\"]},\"startsecs\":" S_INT ",\"startretries\":" S_INT  \
+	",\"exitcodes\":{\"type\":\"array\",\"items\":{\"type\":\"integer\",\"minimum\":0,"  \
+	"\"maximum\":255}},\"stopsignal\":{\"type\":[\"string\",\"integer\"]},"              \
+	"\"stopwaitsecs\":" S_INT
+#define SCHEMA_APP_PROPS SCHEMA_SBX_SPEC_PROPS "," SCHEMA_APP_OWN_PROPS
+#define SCHEMA_APP_PATCH_PROPS SCHEMA_APP_OWN_PROPS
+#define SCHEMA_APP_LOG_PROPS                                                                          \
+	"\"stream\":{\"type\":\"string\",\"enum\":[\"stdout\",\"stderr\"]},\"tail\":" S_INT
+#define SCHEMA_APPS_TOOL_PROPS                                                                        \
+	"\"action\":{\"type\":\"string\",\"enum\":[\"list\",\"status\",\"start\",\"stop\","   \
+	"\"restart\",\"log\"]},\"name\":" S_STR "," SCHEMA_APP_LOG_PROPS
+
 /* ---- response bodies ---- */
 #define SCHEMA_ERROR                                                                                  \
 	"{\"type\":\"object\",\"properties\":{\"error\":{\"type\":\"object\",\"properties\":{\"code\":" S_STR \
@@ -88,6 +103,18 @@
 	"{\"type\":\"object\",\"properties\":{\"tracing\":" S_BOOL ",\"events\":{\"type\":\"array\"},"  \
 	"\"count\":" S_INT ",\"truncated\":" S_BOOL "},\"required\":[\"events\"]}"
 #define SCHEMA_METRICS "{\"type\":\"string\"}"
+#define SCHEMA_APP                                                                                    \
+	"{\"type\":\"object\",\"properties\":{\"name\":" S_STR ",\"state\":{\"type\":\"string\"," \
+	"\"enum\":[\"STOPPED\",\"STARTING\",\"RUNNING\",\"BACKOFF\",\"STOPPING\",\"EXITED\","   \
+	"\"FATAL\"]},\"sandboxId\":" S_STR ",\"dir\":" S_STR ",\"pid\":{\"type\":[\"integer\","  \
+	"\"null\"]},\"confined\":{\"type\":[\"boolean\",\"null\"]},\"process\":{\"type\":"     \
+	"\"object\"},\"spawnerr\":" S_STR "},\"required\":[\"name\",\"state\"]}"
+#define SCHEMA_APP_LIST                                                                               \
+	"{\"type\":\"object\",\"properties\":{\"apps\":{\"type\":\"array\"},\"count\":" S_INT    \
+	"},\"required\":[\"apps\"]}"
+#define SCHEMA_APP_LOG                                                                                \
+	"{\"type\":\"object\",\"properties\":{\"text\":" S_STR ",\"size\":" S_INT ",\"length\":" \
+	S_INT "}}"
 #define SCHEMA_DELETED "{\"type\":\"object\",\"properties\":{\"id\":" S_STR ",\"deleted\":" S_BOOL "}}"
 #define SCHEMA_MOUNTS                                                                                 \
 	"{\"type\":\"object\",\"properties\":{\"sandboxId\":" S_STR ",\"mounts\":{\"type\":\"array\"},\"note\":" S_STR "}," \

@@ -298,6 +298,15 @@ void stubs_dispatch(struct proto_chan *ch, const struct proto_hdr *hdr, void *ms
 			return;
 		}
 		rep.out = out;
+	} else if (hdr->type == MSG_APP_LOG_REP) {
+		const struct msg_APP_LOG_REP *lr = msg;
+		struct msg_FILE_REP as_file = { .length = lr->length };
+		if (lr->length > PROTO_APP_LOG_MAX ||
+		    (lr->length && read_file_fd(mfd, &as_file, &out, &rep.out_len) < 0)) {
+			fail(p, PERR_INTERNAL, "could not read the log");
+			return;
+		}
+		rep.out = out;
 	} else if (hdr->type == MSG_FILE_REP) {
 		if (read_file_fd(mfd, msg, &out, &rep.out_len) < 0) {
 			fail(p, PERR_INTERNAL, "could not read the file's bytes");
@@ -526,6 +535,40 @@ int stub_file_op(const struct msg_FILE_OP *m, const char *content, size_t len, s
 int stub_trace(const struct msg_TRACE_GET *m, stub_cb cb, void *arg)
 {
 	return send_req(API->launcher, MSG_TRACE_GET, m, MSG_TRACE_REP, 0, cb, arg);
+}
+
+int stub_app_put(const struct msg_APP_PUT *m, stub_cb cb, void *arg)
+{
+	return send_req(API->launcher, MSG_APP_PUT, m, MSG_APP_REP, 0, cb, arg);
+}
+
+int stub_app_get(const char *name, stub_cb cb, void *arg)
+{
+	struct msg_APP_GET m = { .app = (char *)name };
+	return send_req(API->launcher, MSG_APP_GET, &m, MSG_APP_REP, 0, cb, arg);
+}
+
+int stub_app_list(stub_cb cb, void *arg)
+{
+	struct msg_APP_LIST m = { 0 };
+	return send_req(API->launcher, MSG_APP_LIST, &m, MSG_LIST_END, MSG_APP_REP, cb, arg);
+}
+
+int stub_app_delete(const char *name, stub_cb cb, void *arg)
+{
+	struct msg_APP_DELETE m = { .app = (char *)name };
+	return send_req(API->launcher, MSG_APP_DELETE, &m, MSG_OK, 0, cb, arg);
+}
+
+int stub_app_ctl(const char *name, uint32_t op, stub_cb cb, void *arg)
+{
+	struct msg_APP_CTL m = { .app = (char *)name, .op = op };
+	return send_req(API->launcher, MSG_APP_CTL, &m, MSG_APP_REP, 0, cb, arg);
+}
+
+int stub_app_log(const struct msg_APP_LOG *m, stub_cb cb, void *arg)
+{
+	return send_req(API->launcher, MSG_APP_LOG, m, MSG_APP_LOG_REP, 0, cb, arg);
 }
 
 int stub_metrics(stub_cb cb, void *arg)

@@ -93,6 +93,13 @@ int stub_kill(const struct msg_KILL *m, stub_cb cb, void *arg);
 #define STUB_FILE_FD_MAX (16ull << 20) /* a FILE_REP memfd: a read, or 10000 entries */
 /* The launcher's half of GET /metrics. */
 int stub_metrics(stub_cb cb, void *arg);
+/* Apps (launcher/apps.h) */
+int stub_app_put(const struct msg_APP_PUT *m, stub_cb cb, void *arg);
+int stub_app_get(const char *name, stub_cb cb, void *arg);
+int stub_app_list(stub_cb cb, void *arg);
+int stub_app_delete(const char *name, stub_cb cb, void *arg);
+int stub_app_ctl(const char *name, uint32_t op, stub_cb cb, void *arg);
+int stub_app_log(const struct msg_APP_LOG *m, stub_cb cb, void *arg);
 /* A sandbox's trace lines: the reply's out/out_len. */
 int stub_trace(const struct msg_TRACE_GET *m, stub_cb cb, void *arg);
 int stub_file_op(const struct msg_FILE_OP *m, const char *content, size_t len, stub_cb cb, void *arg);

@@ -39,7 +39,7 @@ fail() {
 	echo "----- sbxd log -----" >&2; cat "$log" >&2 || true
 	exit 1
 }
-trap 'stop_daemon; rm -rf "$root"' EXIT
+trap 'stop_daemon; [[ -n ${KEEP:-} ]] || rm -rf "$root"' EXIT
 
 json() { python3 -c 'import json,sys; v=json.load(sys.stdin)
 for k in sys.argv[1].split("."):

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -253,12 +254,17 @@ static int place_fd(int fd, int target)
 int spawn_role(char *const argv[], char *const envp[], int fd_parent, int fd_peer,
                pid_t *ret_pid)
 {
+	pid_t parent = getpid();
 	pid_t pid = fork();
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
 		sigset_t all;
 		int keep[2] = { SBX_FD_PARENT, SBX_FD_PEER };
+		/* sbxd killed outright takes its children along (and the launcher's jails with
+		 * them, by bwrap --die-with-parent): nothing the daemon started outlives it */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(127);
 		/* get both fds out of the 3..4 range first, so dup2 cannot overwrite one */
 		if (fd_parent >= 0 && fd_parent <= SBX_FD_PEER)
 			fd_parent = fcntl(fd_parent, F_DUPFD_CLOEXEC, 10);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "caps.h"
+#include "apps.h"
 #include "cleanup.h"
 #include "fence/stage.h"
 #include "log.h"
@@ -503,35 +504,56 @@ static void delete_done(int err, void *arg)
 	free(p);
 }
 
+static void rm_logged(int err, void *arg)
+{
+	if (err < 0)
+		log_warnx("removing a sandbox's workdir: %s", strerror(-err));
+}
+
+int dispatch_sandbox_remove(const struct sandbox *s, void (*done)(int err, void *arg), void *arg)
+{
+	int r;
+	if ((r = store_sandbox_delete(dispatch_L->db, s->id)) < 0)
+		return r;
+	run_sandbox_cleanup(dispatch_L, s); /* docker: its container goes too */
+	trace_remove(dispatch_L, s->id);    /* and its trace log */
+	/* the image goes whole: unmount and unlink need no new space, however full it is */
+	if ((r = disk_image_release(dispatch_L, s->id, s->workdir)) < 0)
+		log_warnx("sandbox %s: releasing its disk image: %s", s->id, strerror(-r));
+	if (!done)
+		done = rm_logged;
+	if ((r = sandbox_workdir_remove(dispatch_L, s->id, s->jail_uid, done, arg)) < 0)
+		done(r, arg); /* the row is gone; the stale directory is only logged */
+	return 0;
+}
+
 static void h_sbx_delete(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
 {
 	struct msg_SBX_DELETE *in = m;
 	struct sandbox s;
 	struct pending *p;
+	const char *app;
 	int r;
 
 	runner_discard_warm(in->id);
 	if (load_sandbox(ch, h->id, in->id, &s) < 0)
 		return;
+	if ((app = apps_owner_of(s.id))) {
+		reply_err(ch, h->id, PERR_CONFLICT, "sandbox %s is the fence of app %s: DELETE /apps/%s",
+		          s.id, app, app);
+		sandbox_clear(&s);
+		return;
+	}
 	if (!(p = pending_new(h->id))) {
 		sandbox_clear(&s);
 		reply_err(ch, h->id, PERR_INTERNAL, "out of memory");
 		return;
 	}
 	snprintf(p->sandbox_id, sizeof(p->sandbox_id), "%s", s.id);
-	if ((r = store_sandbox_delete(dispatch_L->db, s.id)) < 0) {
+	if ((r = dispatch_sandbox_remove(&s, delete_done, p)) < 0) {
 		free(p);
 		reply_err(ch, h->id, perr_from_errno(r), "deleting: %s", strerror(-r));
-		sandbox_clear(&s);
-		return;
 	}
-	run_sandbox_cleanup(dispatch_L, &s); /* docker: its container goes too */
-	trace_remove(dispatch_L, s.id);      /* and its trace log */
-	/* the image goes whole: unmount and unlink need no new space, however full it is */
-	if ((r = disk_image_release(dispatch_L, s.id, s.workdir)) < 0)
-		log_warnx("sandbox %s: releasing its disk image: %s", s.id, strerror(-r));
-	if ((r = sandbox_workdir_remove(dispatch_L, s.id, s.jail_uid, delete_done, p)) < 0)
-		delete_done(r, p); /* the row is gone; the stale directory is only logged */
 	sandbox_clear(&s);
 }
 
@@ -741,6 +763,13 @@ static const struct proto_dispatch api_table[] = {
 	{ MSG_MOUNT_ADD, ROLE_API, g_h_mount_add },
 	{ MSG_MOUNT_DEL, ROLE_API, g_h_mount_del },
 	{ MSG_PROFILE_GET, ROLE_API, g_h_profile_get },
+	/* apps answer while the engine is down: their state says why they do not run */
+	{ MSG_APP_PUT, ROLE_API, apps_h_put },
+	{ MSG_APP_GET, ROLE_API, apps_h_get },
+	{ MSG_APP_LIST, ROLE_API, apps_h_list },
+	{ MSG_APP_DELETE, ROLE_API, apps_h_delete },
+	{ MSG_APP_CTL, ROLE_API, apps_h_ctl },
+	{ MSG_APP_LOG, ROLE_API, apps_h_log },
 	{ MSG_STREAM_ACK, ROLE_API, dispatch_h_stream_ack },
 	{ MSG_STREAM_CANCEL, ROLE_API, dispatch_h_stream_cancel },
 };

@@ -27,6 +27,11 @@ void reply_err(struct proto_chan *ch, uint32_t id, enum proto_err code, const ch
 /* Load a sandbox named by an API-supplied id; replies on failure. */
 int load_sandbox(struct proto_chan *ch, uint32_t id, const char *sid, struct sandbox *ret);
 
+/* Remove a sandbox: its row (with its runs), its backend's leftovers, trace log, disk image
+ * and workdir; done (NULL: only logged) when the workdir is gone. 0 or -errno (nothing
+ * removed). */
+int dispatch_sandbox_remove(const struct sandbox *s, void (*done)(int err, void *arg), void *arg);
+
 /* dispatch_runs.c: RUN, EXEC (both through run_code()), RUNS_LIST, RUN_GET. */
 void dispatch_h_run(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg);
 void dispatch_h_exec(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg);

@@ -122,6 +122,12 @@ struct run_request {
 	void *on_output_arg;
 	run_started_fn on_started; /* detach: called once the program runs, before done */
 	void *on_started_arg;
+	/* a supervised app (launcher/apps.h): no deadline and no CPU limit, every byte of
+	 * output goes to on_output and none is kept, the end is not recorded in the history */
+	bool app;
+	const char *home;      /* HOME for the program; NULL: the workdir */
+	int stop_signal;       /* a kill's first signal; 0: SIGTERM */
+	uint32_t stop_wait_ms; /* SIGKILL this long after it; 0: RUNNER_KILL_GRACE_MS */
 };
 
 struct run_result {

@@ -15,6 +15,7 @@
 #include <event2/event.h>
 
 #include "caps.h"
+#include "apps.h"
 #include "cleanup.h"
 #include "confine.h"
 #include "disk.h"
@@ -248,9 +249,15 @@ int main(int argc, char **argv)
 
 	if (!(L.base = event_base_new()))
 		fatalx("event_base_new");
+	/* two priorities: the stop signals (0) run before anything else that is ready (1), so
+	 * a shutdown is not queued behind a hundred runs ending at once */
+	if (event_base_priority_init(L.base, 2) < 0)
+		fatalx("event_base_priority_init");
 	sig_term = evsignal_new(L.base, SIGTERM, on_stop_signal, &L);
 	sig_int = evsignal_new(L.base, SIGINT, on_stop_signal, &L);
-	if (!sig_term || !sig_int || evsignal_add(sig_term, NULL) < 0 || evsignal_add(sig_int, NULL) < 0)
+	if (!sig_term || !sig_int || event_priority_set(sig_term, 0) < 0 ||
+	    event_priority_set(sig_int, 0) < 0 || evsignal_add(sig_term, NULL) < 0 ||
+	    evsignal_add(sig_int, NULL) < 0)
 		fatalx("installing the SIGTERM/SIGINT handlers");
 	/* what a run double-forks out of its groups becomes our child, not sbxd's or init's,
 	 * and is reaped by the runner's SIGCHLD handler */
@@ -272,11 +279,17 @@ int main(int argc, char **argv)
 	         L.root ? "root (per-sandbox jail uids)" : "unprivileged",
 	         L.bwrap_path ? L.bwrap_path : "absent");
 
+	if ((r = apps_init(&L)) < 0)
+		log_warnx("loading the apps: %s", strerror(-r));
+
 	event_base_dispatch(L.base);
 
+	apps_shutdown(); /* no restarts while everything stops */
 	runner_stop_all(&L); /* every exit path: a lost sbxd, SIGTERM, SIGINT */
+	log_debug("shutdown: every run stopped");
 	netrun_shutdown(&L);
 	disk_unmount_all(&L);
+	log_debug("shutdown: images unmounted");
 	event_free(sig_term);
 	event_free(sig_int);
 	proto_chan_free(L.api);

@@ -169,6 +169,11 @@ struct run {
 	struct netrun net;    /* the network fence (netrun.h) */
 	struct trace_run trace; /* tracing (trace.h) */
 	struct sysnotify sn;    /* tracing "syscalls" (sysnotify.h) */
+	/* a supervised app (run_request.app) */
+	bool app;
+	char *home;
+	int stop_signal;
+	uint32_t stop_wait_ms;
 };
 
 static LIST_HEAD(run_list, run) runs = LIST_HEAD_INITIALIZER(runs);
@@ -315,6 +320,7 @@ static void run_free(struct run *r)
 	free(r->code);
 	free(r->script);
 	free(r->fail_why);
+	free(r->home);
 	free(r);
 }
 
@@ -369,6 +375,11 @@ static void stream_read_cb(evutil_socket_t fd, short what, void *arg)
 		if (n <= 0) {
 			runner_event(r, s->which == RUN_STDOUT ? RE_OUT_EOF : RE_ERR_EOF);
 			return;
+		}
+		if (r->app) { /* an app's output is its log's: nothing is kept here */
+			if (r->on_output)
+				r->on_output(r, s->which, tmp, (size_t)n, r->on_output_arg);
+			continue;
 		}
 		/* the rest is dropped: the child never blocks. The hook sees what was kept, so a
 		 * stream of the output is always a prefix of the recorded output. */
@@ -508,7 +519,8 @@ static void act_start(struct run *r)
 		if (r->info_ev)
 			event_add(r->info_ev, NULL);
 	}
-	timer_arm(r, &r->deadline_ev, deadline_cb, r->timeout_ms); /* no deadline, no run */
+	if (!r->app) /* an app runs until it is stopped */
+		timer_arm(r, &r->deadline_ev, deadline_cb, r->timeout_ms); /* no deadline, no run */
 }
 
 static bool all_output_in(const struct run *r) { return r->out.eof && r->err.eof; }
@@ -542,11 +554,11 @@ static void act_term(struct run *r, bool deadline)
 {
 	if (deadline)
 		r->res.timed_out = true;
-	run_signal_all(r, SIGTERM);
+	run_signal_all(r, r->stop_signal ? r->stop_signal : SIGTERM);
 	/* the docker client's death does not end what it started in the container */
 	if (r->ops->on_deadline)
 		r->ops->on_deadline(r->L, &r->sb);
-	timer_arm(r, &r->grace_ev, grace_cb, RUNNER_KILL_GRACE_MS);
+	timer_arm(r, &r->grace_ev, grace_cb, r->stop_wait_ms ? r->stop_wait_ms : RUNNER_KILL_GRACE_MS);
 }
 
 static void act_complete(struct run *r)
@@ -588,6 +600,11 @@ static void act_complete(struct run *r)
 	if (r->net.why[0])
 		append_note(r, r->net.why);
 	LIST_REMOVE(r, entry);
+	if (r->app) { /* its supervisor decides what comes next; the history keeps no record */
+		r->done(0, NULL, res, r->done_arg);
+		run_free(r);
+		return;
+	}
 	r->L->live_runs--;
 	stats_run(res);
 	/* a run the history cannot show is an error to the client, never a 200 that 404s */
@@ -720,7 +737,7 @@ static _Noreturn void child_main(const struct backend_ops *ops, struct backend_c
 	setrlimit(RLIMIT_NOFILE, &rl);
 	rl = (struct rlimit){ RUN_FSIZE_MAX, RUN_FSIZE_MAX };
 	setrlimit(RLIMIT_FSIZE, &rl);
-	rl.rlim_cur = rl.rlim_max = timeout_ms / 1000 + RUN_CPU_SLACK_S;
+	rl.rlim_cur = rl.rlim_max = timeout_ms ? timeout_ms / 1000 + RUN_CPU_SLACK_S : RLIM_INFINITY;
 	setrlimit(RLIMIT_CPU, &rl);
 	/* the backend's last steps: the jail uid, the files, its own environment */
 	ops->child_setup(c);
@@ -730,13 +747,14 @@ static _Noreturn void child_main(const struct backend_ops *ops, struct backend_c
 
 /* ---- building a run ------------------------------------------------------------------ */
 
-static int env_build(const struct sandbox *s, const struct backend_fences *f, struct proto_strv *env)
+static int env_build(const struct sandbox *s, const char *home, const struct backend_fences *f,
+                     struct proto_strv *env)
 {
 	char kv[PATH_MAX + 16];
 	int r;
 	if ((r = proto_strv_push(env, "PATH=" BACKEND_PATH)) < 0)
 		return r;
-	snprintf(kv, sizeof(kv), "HOME=%s", s->workdir);
+	snprintf(kv, sizeof(kv), "HOME=%s", home ? home : s->workdir);
 	if ((r = proto_strv_push(env, kv)) < 0 || (r = proto_strv_push(env, "LANG=C.UTF-8")) < 0 ||
 	    (r = proto_strv_push(env, "TERM=dumb")) < 0 || (r = proto_strv_push(env, "TMPDIR=/tmp")) < 0)
 		return r;
@@ -929,7 +947,7 @@ static int run_spawn(struct run *r, const struct run_request *req)
 	}
 	if ((e = script_build(r, req->language, req->code, req->stdin_data, code_name, stdin_name,
 	                      sizeof(code_name))) < 0 ||
-	    (e = env_build(&r->sb, &fences, &env)) < 0 || (e = pipe_pair(&sync_r, &sync_w)) < 0 ||
+	    (e = env_build(&r->sb, r->home, &fences, &env)) < 0 || (e = pipe_pair(&sync_r, &sync_w)) < 0 ||
 	    (e = pipe_pair(&in_r, &r->in_fd)) < 0 || (e = pipe_pair(&out_r, &out_w)) < 0 ||
 	    (e = pipe_pair(&err_r, &err_w)) < 0)
 		goto out;
@@ -1266,7 +1284,7 @@ int runner_start(struct launcher *L, const struct run_request *req, struct sandb
 	struct run *r;
 	int e;
 
-	if (iso == ISO_BWRAP && warm_take(L, req, sb, note, done, arg) == 0)
+	if (iso == ISO_BWRAP && !req->app && warm_take(L, req, sb, note, done, arg) == 0)
 		return 0;
 	if (!ops || !(r = calloc(1, sizeof(*r)))) {
 		sandbox_clear(sb);
@@ -1292,7 +1310,13 @@ int runner_start(struct launcher *L, const struct run_request *req, struct sandb
 	r->timeout_ms = req->timeout_ms ? req->timeout_ms : r->sb.timeout_ms;
 	if (!r->timeout_ms)
 		r->timeout_ms = SBX_TIMEOUT_MS_DEFAULT;
-	if (random_id("run_", 12, r->res.id, sizeof(r->res.id)) < 0 || !(r->code = strdup(req->code))) {
+	r->app = req->app;
+	r->stop_signal = req->stop_signal;
+	r->stop_wait_ms = req->stop_wait_ms;
+	if (r->app)
+		r->timeout_ms = 0; /* no deadline, no CPU-seconds limit */
+	if (random_id("run_", 12, r->res.id, sizeof(r->res.id)) < 0 || !(r->code = strdup(req->code)) ||
+	    (req->home && !(r->home = strdup(req->home)))) {
 		run_free(r);
 		done(PERR_INTERNAL, "out of memory", NULL, arg);
 		return 0;
@@ -1305,14 +1329,17 @@ int runner_start(struct launcher *L, const struct run_request *req, struct sandb
 	sandbox_note_run(&r->sb, &r->L->net, &r->res.note); /* what the sandbox's settings do not enforce */
 	append_note(r, note);
 	LIST_INSERT_HEAD(&runs, r, entry);
-	L->live_runs++;
+	if (!r->app)
+		L->live_runs++;
 	if ((e = run_spawn(r, req)) < 0) {
 		LIST_REMOVE(r, entry);
-		L->live_runs--;
+		if (!r->app)
+			L->live_runs--;
 		snprintf(msg, sizeof(msg), "starting the run failed: %s%s%s", strerror(-e),
 		         r->fail_why ? ": " : "", r->fail_why ? r->fail_why : "");
+		if (!req->app)
+			stats.failed++;
 		run_free(r);
-		stats.failed++;
 		/* a switch that is on while the engine is broken fails; it never runs raw */
 		done(PERR_ENGINE_UNAVAILABLE, msg, NULL, arg);
 		return 0;
@@ -1493,7 +1520,8 @@ void runner_stop_all(struct launcher *L)
 			run_free(r);
 			continue;
 		}
-		L->live_runs--;
+		if (!r->app)
+			L->live_runs--;
 		r->done(PERR_ENGINE_UNAVAILABLE, "the launcher stopped during the run", NULL,
 		        r->done_arg);
 		if (r->follow_done)

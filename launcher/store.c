@@ -43,6 +43,15 @@ static void store_stmt_release(sqlite3_stmt **st)
 
 static int store_migrate_v2(sqlite3 *db);
 
+/* the same text as in schema.sql (tests/unit/test_store.c compares the two) */
+#define APPS_TABLE_SQL                                                                             \
+	"CREATE TABLE apps (name TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL UNIQUE REFERENCES "    \
+	"sandboxes(id), command TEXT NOT NULL, port INTEGER NOT NULL DEFAULT 0, autostart "      \
+	"INTEGER NOT NULL DEFAULT 0, autorestart INTEGER NOT NULL DEFAULT 2, startsecs INTEGER "  \
+	"NOT NULL DEFAULT 1, startretries INTEGER NOT NULL DEFAULT 3, exitcodes TEXT NOT NULL "   \
+	"DEFAULT '0', stopsignal INTEGER NOT NULL DEFAULT 15, stopwaitsecs INTEGER NOT NULL "     \
+	"DEFAULT 10, created_at INTEGER NOT NULL)"
+
 /* A new database is made from schema.sql (the current schema) in one step; an existing one
  * runs migrations[v - 1] to go from user_version v to v + 1: SQL, then an optional step in
  * C for what SQL cannot split (the newline-joined lists of schema 1). */
@@ -64,6 +73,8 @@ static const struct store_migration {
 	/* 4 -> 5: where each run's trace events start and end in its sandbox's trace log */
 	{ "ALTER TABLE runs ADD COLUMN trace_start INTEGER NOT NULL DEFAULT -1;"
 	  "ALTER TABLE runs ADD COLUMN trace_end INTEGER NOT NULL DEFAULT -1", NULL },
+	/* 5 -> 6: apps */
+	{ APPS_TABLE_SQL, NULL },
 };
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == STORE_SCHEMA_VERSION - 1,
                "one migration per schema version after the first");
@@ -854,6 +865,111 @@ int store_run_foreach(sqlite3 *db, const char *sandbox_id, unsigned limit,
 			return r;
 		stop = cb(&rr, arg);
 		run_result_clear(&rr);
+		if (stop)
+			return 0;
+	}
+	return store_err(r);
+}
+
+/* ---- apps ------------------------------------------------------------------------ */
+
+void app_conf_clear(struct app_conf *c)
+{
+	if (!c)
+		return;
+	free(c->command);
+	proto_u32v_clear(&c->exitcodes);
+	memset(c, 0, sizeof(*c));
+}
+
+#define APP_COLS                                                                                   \
+	"name, sandbox_id, command, port, autostart, autorestart, startsecs, startretries, "       \
+	"exitcodes, stopsignal, stopwaitsecs, created_at"
+
+static int store_app_write(sqlite3 *db, const char *sql, const struct app_conf *c)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	_cleanup_free_ char *codes = u32v_join(&c->exitcodes);
+	int r;
+	if (!codes)
+		return -ENOMEM;
+	if ((r = store_prepare(db, sql, &st)) < 0)
+		return r;
+	sqlite3_bind_text(st, 1, c->name, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, c->sandbox_id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 3, c->command ? c->command : "", -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 4, c->port);
+	sqlite3_bind_int(st, 5, c->autostart);
+	sqlite3_bind_int64(st, 6, c->autorestart);
+	sqlite3_bind_int64(st, 7, c->startsecs);
+	sqlite3_bind_int64(st, 8, c->startretries);
+	sqlite3_bind_text(st, 9, codes, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 10, c->stopsignal);
+	sqlite3_bind_int64(st, 11, c->stopwaitsecs);
+	sqlite3_bind_int64(st, 12, (sqlite3_int64)c->created_at);
+	if ((r = store_err(sqlite3_step(st))) < 0)
+		return r;
+	return sqlite3_changes(db) == 1 ? 0 : -ENOENT;
+}
+
+int store_app_insert(sqlite3 *db, const struct app_conf *c)
+{
+	return store_app_write(db,
+	                       "INSERT INTO apps (" APP_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+	                       "?8, ?9, ?10, ?11, ?12)",
+	                       c);
+}
+
+int store_app_update(sqlite3 *db, const struct app_conf *c)
+{
+	return store_app_write(db,
+	                       "UPDATE apps SET sandbox_id = ?2, command = ?3, port = ?4, "
+	                       "autostart = ?5, autorestart = ?6, startsecs = ?7, startretries = ?8, "
+	                       "exitcodes = ?9, stopsignal = ?10, stopwaitsecs = ?11, created_at = "
+	                       "?12 WHERE name = ?1",
+	                       c);
+}
+
+int store_app_delete(sqlite3 *db, const char *name)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = store_prepare(db, "DELETE FROM apps WHERE name = ?1", &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
+	if ((r = store_err(sqlite3_step(st))) < 0)
+		return r;
+	return sqlite3_changes(db) == 1 ? 0 : -ENOENT;
+}
+
+int store_app_foreach(sqlite3 *db, int (*cb)(const struct app_conf *c, void *arg), void *arg)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = store_prepare(db, "SELECT " APP_COLS " FROM apps ORDER BY created_at, name", &st);
+	if (r < 0)
+		return r;
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		struct app_conf c = { 0 };
+		const unsigned char *t;
+		int stop;
+		snprintf(c.name, sizeof(c.name), "%s", (const char *)sqlite3_column_text(st, 0));
+		snprintf(c.sandbox_id, sizeof(c.sandbox_id), "%s", (const char *)sqlite3_column_text(st, 1));
+		c.command = col_strdup(st, 2);
+		c.port = (uint32_t)sqlite3_column_int64(st, 3);
+		c.autostart = sqlite3_column_int(st, 4) != 0;
+		c.autorestart = (uint32_t)sqlite3_column_int64(st, 5);
+		c.startsecs = (uint32_t)sqlite3_column_int64(st, 6);
+		c.startretries = (uint32_t)sqlite3_column_int64(st, 7);
+		t = sqlite3_column_text(st, 8);
+		c.stopsignal = (uint32_t)sqlite3_column_int64(st, 9);
+		c.stopwaitsecs = (uint32_t)sqlite3_column_int64(st, 10);
+		c.created_at = (uint64_t)sqlite3_column_int64(st, 11);
+		if (!c.command || u32v_split((const char *)t, &c.exitcodes) < 0) {
+			app_conf_clear(&c);
+			return -ENOMEM;
+		}
+		stop = cb(&c, arg);
+		app_conf_clear(&c);
 		if (stop)
 			return 0;
 	}

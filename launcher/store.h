@@ -8,8 +8,8 @@
 #include "launcher.h"
 
 #define SBX_STORED_CODE_MAX PROTO_CODE_MAX /* program text kept per run */
-#define STORE_SCHEMA_VERSION 5 /* user_version after migrations (2: mounts table; 3: disk_mb;
-                                * 4: proxy; 5: trace ranges of runs) */
+#define STORE_SCHEMA_VERSION 6 /* user_version after migrations (2: mounts table; 3: disk_mb;
+                                * 4: proxy; 5: trace ranges of runs; 6: apps) */
 
 int store_open(const char *path, sqlite3 **ret_db);
 void store_close(sqlite3 *db);
@@ -36,5 +36,24 @@ int store_run_get(sqlite3 *db, const char *sandbox_id, const char *run_id,
 /* Newest first, at most limit (metadata and output). */
 int store_run_foreach(sqlite3 *db, const char *sandbox_id, unsigned limit,
                       int (*cb)(const struct run_result *r, void *arg), void *arg);
+
+/* Apps (launcher/apps.h): the supervision settings; the fence is the app's sandbox. */
+struct app_conf {
+	char name[PROTO_APP_NAME_MAX + 1];
+	char sandbox_id[PROTO_ID_MAX + 1];
+	char *command;
+	uint32_t port;
+	bool autostart;
+	uint32_t autorestart; /* enum proto_app_restart */
+	uint32_t startsecs, startretries, stopsignal, stopwaitsecs;
+	struct proto_u32v exitcodes;
+	uint64_t created_at;
+};
+void app_conf_clear(struct app_conf *c);
+int store_app_insert(sqlite3 *db, const struct app_conf *c);
+int store_app_update(sqlite3 *db, const struct app_conf *c); /* every member by name */
+int store_app_delete(sqlite3 *db, const char *name);
+/* Oldest first; stops early when cb returns non-zero. */
+int store_app_foreach(sqlite3 *db, int (*cb)(const struct app_conf *c, void *arg), void *arg);
 
 #endif

@@ -417,6 +417,20 @@ bool proto_id_valid(const char *id)
 	return true;
 }
 
+bool proto_app_name_valid(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+	if (n == 0 || n > PROTO_APP_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = name[i];
+		bool alnum = (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9');
+		if (!alnum && (i == 0 || (ch != '-' && ch != '_' && ch != '.')))
+			return false;
+	}
+	return true;
+}
+
 /* ---- lists ------------------------------------------------------------------------- */
 
 int proto_strv_push(struct proto_strv *sv, const char *s)

@@ -125,6 +125,9 @@ int proto_msg_print(uint32_t type, uint32_t id, const void *msg, char *buf, size
 /* An id as the launcher issues them (sandbox, run): 1..PROTO_ID_MAX of [a-z0-9_]. Both
  * sides check it: the API to answer 404 early, the launcher because it trusts no one. */
 bool proto_id_valid(const char *id);
+/* An app's name: 1..PROTO_APP_NAME_MAX of [a-z0-9_.-], starting with a letter or digit
+ * (it names log files and appears in paths). */
+bool proto_app_name_valid(const char *name);
 
 /* strv helpers (NULL-safe) */
 int proto_strv_push(struct proto_strv *sv, const char *s);

@@ -21,9 +21,9 @@
 #ifndef SBX_PROTO_MSGS_H
 #define SBX_PROTO_MSGS_H
 
-#define PROTO_VERSION 6 /* 2: mounts travel as MNTV in the sandbox spec; 3: streams, run input by memfd;
+#define PROTO_VERSION 7 /* 2: mounts travel as MNTV in the sandbox spec; 3: streams, run input by memfd;
                           4: limits.diskMb, PERR_INSUFFICIENT_STORAGE; 5: proxy, run refusals;
-                          6: detached runs, processes, kill, files, trace, metrics */
+                          6: detached runs, processes, kill, files, trace, metrics; 7: apps */
 
 /* Limits, each a named constant with a test at and past it (tests/unit/test_proto.c). */
 #define PROTO_MSG_MAX    65536u /* whole packet, header included */
@@ -366,6 +366,94 @@ enum proto_stream_chan {
 	F(S, U64, duration_sum_ms, 0)                                                                 \
 	F(S, U32, live_runs, 0)
 
+/* Apps (launcher/apps.h, DESIGN.md §11): long-lived jailed programs under supervision.
+ * An app's fence is a sandbox of its own named "app:NAME", created with the app; its
+ * workdir is the app's installation directory. APP_PUT creates (create = true) or
+ * updates an app: app_mask says which app members it carries (APPF_*), set_mask which
+ * fence members (SBXF_*). States and restart rules are supervisord's. */
+#define PROTO_APP_NAME_MAX  64u    /* [a-z0-9][a-z0-9_.-]* */
+#define PROTO_APP_CMD_MAX   16384u /* bytes of an app's command */
+#define PROTO_APP_LOG_MAX   (4u << 20) /* bytes of log one APP_LOG answers */
+enum proto_app_state { APP_STOPPED = 0, APP_STARTING, APP_RUNNING, APP_BACKOFF, APP_STOPPING,
+	               APP_EXITED, APP_FATAL, APP_STATE_MAX_ = APP_FATAL };
+enum proto_app_restart { APP_RESTART_NEVER = 0, APP_RESTART_ALWAYS, APP_RESTART_UNEXPECTED,
+	                 APP_RESTART_MAX_ = APP_RESTART_UNEXPECTED };
+enum proto_app_op { APP_OP_START = 0, APP_OP_STOP, APP_OP_RESTART, APP_OP_MAX_ = APP_OP_RESTART };
+enum proto_app_bit {
+	APPF_COMMAND = 1u << 0, APPF_PORT = 1u << 1, APPF_AUTOSTART = 1u << 2,
+	APPF_AUTORESTART = 1u << 3, APPF_STARTSECS = 1u << 4, APPF_STARTRETRIES = 1u << 5,
+	APPF_EXITCODES = 1u << 6, APPF_STOPSIGNAL = 1u << 7, APPF_STOPWAITSECS = 1u << 8,
+	APPF_ALL_ = (1u << 9) - 1
+};
+#define MSG_APP_PUT_FIELDS(F, S)                                                                      \
+	F(S, STR, app, PROTO_APP_NAME_MAX)                                                            \
+	F(S, BOOL, create, 0)                                                                         \
+	F(S, U32, app_mask, 0)                                                                        \
+	F(S, STR, command, PROTO_APP_CMD_MAX)                                                         \
+	F(S, U32, port, 0)                                                                            \
+	F(S, BOOL, autostart, 0)                                                                      \
+	F(S, ENUM, autorestart, APP_RESTART_MAX_)                                                     \
+	F(S, U32, startsecs, 0)                                                                       \
+	F(S, U32, startretries, 0)                                                                    \
+	F(S, U32V, exitcodes, PROTO_LIST_MAX)                                                         \
+	F(S, U32, stopsignal, 0)                                                                      \
+	F(S, U32, stopwaitsecs, 0)                                                                    \
+	F(S, U32, set_mask, 0)                                                                        \
+	SBX_SPEC_FIELDS(F, S)
+#define MSG_APP_NAME_FIELDS(F, S) F(S, STR, app, PROTO_APP_NAME_MAX)
+#define MSG_APP_CTL_FIELDS(F, S)                                                                      \
+	F(S, STR, app, PROTO_APP_NAME_MAX)                                                            \
+	F(S, ENUM, op, APP_OP_MAX_)
+/* An app as it stands. start_s / stop_s: unix times of the last start and stop (0: never);
+ * exit_status: of the last exit (has_exit false: none, or ended by a signal). The
+ * confinement block is read from /proc for the running process (checked = true): what
+ * the kernel gave it, not what the settings say. listening: its TCP ports. */
+#define MSG_APP_REP_FIELDS(F, S)                                                                      \
+	F(S, STR, app, PROTO_APP_NAME_MAX)                                                            \
+	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
+	F(S, STR, command, PROTO_APP_CMD_MAX)                                                         \
+	F(S, U32, port, 0)                                                                            \
+	F(S, STR, dir, PROTO_STR_MAX)                                                                 \
+	F(S, BOOL, autostart, 0)                                                                      \
+	F(S, ENUM, autorestart, APP_RESTART_MAX_)                                                     \
+	F(S, U32, startsecs, 0)                                                                       \
+	F(S, U32, startretries, 0)                                                                    \
+	F(S, U32V, exitcodes, PROTO_LIST_MAX)                                                         \
+	F(S, U32, stopsignal, 0)                                                                      \
+	F(S, U32, stopwaitsecs, 0)                                                                    \
+	F(S, U64, created_at, 0)                                                                      \
+	F(S, ENUM, state, APP_STATE_MAX_)                                                             \
+	F(S, U32, pid, 0)                                                                             \
+	F(S, U64, start_s, 0)                                                                         \
+	F(S, U64, stop_s, 0)                                                                          \
+	F(S, U64, now_s, 0)                                                                           \
+	F(S, BOOL, has_exit, 0)                                                                       \
+	F(S, U32, exit_status, 0)                                                                     \
+	F(S, STR, spawnerr, PROTO_STR_MAX)                                                            \
+	F(S, U32, starts, 0)                                                                          \
+	F(S, BOOL, checked, 0)                                                                        \
+	F(S, BOOL, confined, 0)                                                                       \
+	F(S, STR, unconfined_why, PROTO_STR_MAX)                                                      \
+	F(S, U32, uid, 0)                                                                             \
+	F(S, U32, gid, 0)                                                                             \
+	F(S, BOOL, no_new_privs, 0)                                                                   \
+	F(S, U32, seccomp, 0)                                                                         \
+	F(S, U32, seccomp_filters, 0)                                                                 \
+	F(S, STR, cap_eff, PROTO_NAME_MAX)                                                            \
+	F(S, STRV, namespaces, PROTO_NS_MAX)                                                          \
+	F(S, STR, cgroup, PROTO_STR_MAX)                                                              \
+	F(S, U32V, listening, PROTO_LIST_MAX)                                                         \
+	F(S, STR, note, PROTO_STR_MAX)
+/* The last tail bytes (0: PROTO_APP_LOG_MAX) of an app's stdout (stream 0) or stderr (1)
+ * log; the reply's fd is a memfd of length bytes, offset the log's size before them. */
+#define MSG_APP_LOG_FIELDS(F, S)                                                                      \
+	F(S, STR, app, PROTO_APP_NAME_MAX)                                                            \
+	F(S, ENUM, stream, 1)                                                                         \
+	F(S, U64, tail, 0)
+#define MSG_APP_LOG_REP_FIELDS(F, S)                                                                  \
+	F(S, U64, length, 0)                                                                          \
+	F(S, U64, size, 0)
+
 /* Streams. The opener picks the stream id (for a run's output: the id of the RUN request
  * that asked for it) and the ids are unique per channel while open. Chunks are numbered
  * from 0 without gaps; ACK carries how many chunks the receiver has consumed so far;
@@ -431,6 +519,14 @@ enum proto_stream_chan {
 	X(TRACE_REP, 51, PROTO_FD_OPTIONAL, ROLE_LAUNCHER, MSG_TRACE_REP_FIELDS)                   \
 	X(METRICS_REQ, 52, PROTO_FD_NONE, ROLE_API, MSG_EMPTY_FIELDS)                              \
 	X(METRICS_REP, 53, PROTO_FD_NONE, ROLE_LAUNCHER, MSG_METRICS_REP_FIELDS)                   \
+	X(APP_PUT, 54, PROTO_FD_NONE, ROLE_API, MSG_APP_PUT_FIELDS)                                \
+	X(APP_REP, 55, PROTO_FD_NONE, ROLE_LAUNCHER, MSG_APP_REP_FIELDS)                           \
+	X(APP_GET, 56, PROTO_FD_NONE, ROLE_API, MSG_APP_NAME_FIELDS)                               \
+	X(APP_LIST, 58, PROTO_FD_NONE, ROLE_API, MSG_EMPTY_FIELDS)                                 \
+	X(APP_DELETE, 68, PROTO_FD_NONE, ROLE_API, MSG_APP_NAME_FIELDS)                            \
+	X(APP_CTL, 70, PROTO_FD_NONE, ROLE_API, MSG_APP_CTL_FIELDS)                                \
+	X(APP_LOG, 72, PROTO_FD_NONE, ROLE_API, MSG_APP_LOG_FIELDS)                                \
+	X(APP_LOG_REP, 73, PROTO_FD_OPTIONAL, ROLE_LAUNCHER, MSG_APP_LOG_REP_FIELDS)               \
 	X(STREAM_DATA, 60, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_API, MSG_STREAM_DATA_FIELDS)        \
 	X(STREAM_ACK, 62, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_API, MSG_STREAM_ACK_FIELDS)          \
 	X(STREAM_END, 64, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_API, MSG_STREAM_END_FIELDS)          \

@@ -29,6 +29,10 @@
 #define SBXD_HELLO_TIMEOUT_MS  10000u
 /* Shutdown: one wait between SIGTERM and SIGKILL (DESIGN.md §11). */
 #define SBXD_SHUTDOWN_GRACE_MS 300u
+/* After it, sbxd's own children get this much longer to finish their cleanup (the
+ * launcher unmounts the workdir images of its sandboxes): killing the launcher half-way
+ * would leave mounts and loop devices behind. The jails are gone by then. */
+#define SBXD_CHILD_STOP_MS     3000u
 /* While waiting, how often to look whether everything is already gone. */
 #define SBXD_SHUTDOWN_POLL_MS  10u
 /* After the final SIGKILL, how long to wait for the children to be reaped. */
@@ -153,6 +157,8 @@ struct sbxd {
 	uint64_t started_at; /* unix seconds */
 	bool shutting_down;
 	bool shutdown_finished;
+	bool groups_killed; /* the 300 ms are over: groups SIGKILLed, children still waited for */
+	size_t groups_sigkilled;
 	bool notified_ready; /* READY=1 went to $NOTIFY_SOCKET (notify.h) */
 	uint64_t shutdown_start_ms;
 	struct event *shutdown_timer; /* the one 300 ms wait */

@@ -42,7 +42,7 @@ int sbxd_log_reopen(struct sbxd *d)
 /* Everything gone before the deadline: no need to sit out the rest of the 300 ms. */
 static bool shutdown_done(struct sbxd *d)
 {
-	return children_all_stopped(d) && mirror_count_alive(&d->mirror) == 0;
+	return children_all_stopped(d) && (d->groups_killed || mirror_count_alive(&d->mirror) == 0);
 }
 
 static void shutdown_finish(struct sbxd *d, bool deadline)
@@ -52,11 +52,22 @@ static void shutdown_finish(struct sbxd *d, bool deadline)
 
 	if (d->shutdown_finished)
 		return;
+	if (deadline && !d->groups_killed && !children_all_stopped(d)) {
+		/* the jails go now; the children may finish cleaning up */
+		struct timeval more = { SBXD_CHILD_STOP_MS / 1000, (SBXD_CHILD_STOP_MS % 1000) * 1000 };
+		d->groups_killed = true;
+		d->groups_sigkilled = mirror_signal_all(&d->mirror, SIGKILL);
+		log_info("shutdown: %zu process groups SIGKILLed at the deadline; waiting for the "
+		         "children", d->groups_sigkilled);
+		evtimer_add(d->shutdown_timer, &more);
+		return;
+	}
 	d->shutdown_finished = true;
 	event_del(d->shutdown_poll);
 	event_del(d->shutdown_timer);
+	groups = d->groups_sigkilled;
 	if (deadline) {
-		groups = mirror_signal_all(&d->mirror, SIGKILL);
+		groups += mirror_signal_all(&d->mirror, SIGKILL);
 		for (int i = 0; i < CHILD_N_; i++)
 			if (d->child[i].pid > 0 && kill(d->child[i].pid, SIGKILL) == 0)
 				left++;
@@ -96,9 +107,11 @@ void sbxd_shutdown_begin(struct sbxd *d)
 
 	d->shutting_down = true;
 	d->shutdown_start_ms = now_ms();
-	groups = mirror_signal_all(&d->mirror, SIGTERM);
+	/* the children first: the launcher must begin its own shutdown (no restarts, its
+	 * runs' cleanup) before the deaths of its runs reach it as SIGCHLD */
 	for (int i = 0; i < CHILD_N_; i++)
 		children_event(&d->child[i], CE_STOP);
+	groups = mirror_signal_all(&d->mirror, SIGTERM);
 	log_info("shutting down: SIGTERM to both children and %zu process groups", groups);
 	notify_send("STOPPING=1\nSTATUS=stopping: SIGTERM to every run and both children\n");
 	evtimer_add(d->shutdown_timer, &grace);

@@ -89,5 +89,5 @@ Test(metrics, sbxd_version)
 	size_t n = fread(out, 1, sizeof(out) - 1, p);
 	out[n] = '\0';
 	cr_expect_eq(pclose(p), 0);
-	cr_expect(strncmp(out, "sbxd ", 5) == 0 && strstr(out, "wire protocol 6"), "%s", out);
+	cr_expect(strncmp(out, "sbxd ", 5) == 0 && strstr(out, "wire protocol 7"), "%s", out);
 }

@@ -67,7 +67,7 @@ Test(store, open_and_migrate_idempotent)
 
 	cr_assert_eq(store_open(path, &db), 0);
 	cr_assert_eq(store_schema_version(db), STORE_SCHEMA_VERSION);
-	cr_assert_eq(STORE_SCHEMA_VERSION, 5);
+	cr_assert_eq(STORE_SCHEMA_VERSION, 6);
 	fill(&s, "sbx_aaaaaaaaaa", "keep");
 	cr_assert_eq(store_sandbox_insert(db, &s), 0);
 	store_close(db);
