@@ -29,7 +29,24 @@ tun_fix() {
   chmod 0666 /dev/net/tun
 }
 
-if [ ${#missing[@]} -eq 0 ]; then tun_fix; exit 0; fi
+# supervisorctl's own code is the reference sbxctl status is compared with, byte for byte
+# (tests/integration/test_apps.c): Debian's supervisor package, unpacked, never installed
+# (installing it would start a supervisord). Without it that comparison prints SKIP.
+supervisor_ref() {
+  local dest=/var/cache/sbx-test/supervisor tmp
+  [ "$(id -u)" -eq 0 ] || return 0
+  [ -f $dest/usr/lib/python3/dist-packages/supervisor/supervisorctl.py ] && return 0
+  tmp=$(mktemp -d)
+  if ( cd "$tmp" && { apt-get download supervisor >/dev/null 2>&1 ||
+         { apt-get update -qq && apt-get download supervisor >/dev/null 2>&1; }; } ) ; then
+    mkdir -p $dest && dpkg-deb -x "$tmp"/supervisor_*.deb $dest
+  else
+    echo "sbx: could not fetch Debian's supervisor package: sbxctl status is not compared with it" >&2
+  fi
+  rm -rf "$tmp"
+}
+
+if [ ${#missing[@]} -eq 0 ]; then tun_fix; supervisor_ref; exit 0; fi
 
 cmd="apt-get install -y --no-install-recommends ${missing[*]}"
 if [ "$(id -u)" -ne 0 ]; then
@@ -42,3 +59,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 $cmd
 tun_fix
+supervisor_ref
