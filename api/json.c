@@ -1564,3 +1564,81 @@ void json_gen_app(yajl_gen g, const struct msg_APP_REP *a)
 	}
 	yajl_gen_map_close(g);
 }
+
+/* ---- schedules ------------------------------------------------------------------------- */
+
+int json_parse_schedule(yajl_val obj, struct msg_SCHED_PUT *out, char *errmsg, size_t errlen)
+{
+	const char *sid = NULL, *lang = "sh", *cron = NULL;
+	yajl_val every;
+	int r;
+	if (!obj || !YAJL_IS_OBJECT(obj))
+		BAD("the body must be a JSON object");
+	for (size_t i = 0; i < obj->u.object.len; i++) {
+		const char *k = obj->u.object.keys[i];
+		if (strcmp(k, "sandboxId") && strcmp(k, "language") && strcmp(k, "code") &&
+		    strcmp(k, "every") && strcmp(k, "cron"))
+			BAD("unknown field: %s (sandboxId, language, code, every, cron)", k);
+	}
+	if (json_get_str(obj, "sandboxId", &sid) < 0 || !proto_id_valid(sid))
+		BAD("sandboxId: a sandbox id, required");
+	if (json_get_str(obj, "language", &lang) == -EINVAL)
+		BAD("language: must be a string");
+	for (out->language = 0; out->language <= LANG_MAX_ && strcmp(lang_names[out->language], lang);)
+		out->language++;
+	if (out->language > LANG_MAX_)
+		BAD("language: must be \"sh\", \"python\" or \"node\"");
+	if ((r = parse_code(obj, "code", true, PROTO_CODE_MAX, &out->code, errmsg, errlen)) < 0)
+		return r;
+	if (!*out->code)
+		BAD("code: required");
+	if ((every = yajl_tree_get(obj, (const char *[]){ "every", NULL }, yajl_t_any)) && !YAJL_IS_NULL(every)) {
+		if (!YAJL_IS_INTEGER(every) || YAJL_GET_INTEGER(every) < PROTO_SCHED_EVERY_MIN ||
+		    YAJL_GET_INTEGER(every) > PROTO_SCHED_EVERY_MAX)
+			BAD("every: seconds, %u..%u", PROTO_SCHED_EVERY_MIN, PROTO_SCHED_EVERY_MAX);
+		out->every_s = (uint32_t)YAJL_GET_INTEGER(every);
+	}
+	if ((r = json_get_str(obj, "cron", &cron)) == -EINVAL)
+		BAD("cron: a cron(5) expression");
+	if (cron && strlen(cron) > PROTO_CRON_MAX)
+		BAD("cron: at most %u bytes", PROTO_CRON_MAX);
+	if ((out->every_s != 0) == (cron != NULL))
+		BAD("give exactly one of every (seconds) and cron");
+	if (!(out->sandbox_id = strdup(sid)) || !(out->cron = strdup(cron ? cron : "")))
+		BAD("out of memory");
+	return 0;
+}
+
+void json_gen_schedule(yajl_gen g, const struct msg_SCHED_REP *s)
+{
+	yajl_gen_map_open(g);
+	json_gen_kstr(g, "id", s->id);
+	json_gen_kstr(g, "sandboxId", s->sandbox_id);
+	json_gen_kstr(g, "language", s->language <= LANG_MAX_ ? lang_names[s->language] : "sh");
+	json_gen_kstr(g, "code", s->code);
+	if (s->every_s)
+		json_gen_kint(g, "every", s->every_s);
+	else
+		json_gen_knull(g, "every");
+	if (s->cron[0])
+		json_gen_kstr(g, "cron", s->cron);
+	else
+		json_gen_knull(g, "cron");
+	gen_time(g, "createdAt", s->created_at);
+	if (s->next_at)
+		gen_time(g, "nextAt", s->next_at);
+	else
+		json_gen_knull(g, "nextAt");
+	if (s->last_at)
+		gen_time(g, "lastAt", s->last_at);
+	else
+		json_gen_knull(g, "lastAt");
+	if (s->last_run_id[0])
+		json_gen_kstr(g, "lastRunId", s->last_run_id);
+	else
+		json_gen_knull(g, "lastRunId");
+	json_gen_kstr(g, "lastStatus", s->last_status);
+	json_gen_kint(g, "runs", s->runs);
+	json_gen_kint(g, "skipped", s->skipped);
+	yajl_gen_map_close(g);
+}

@@ -62,6 +62,9 @@ int json_parse_sbx_spec(yajl_val obj, struct msg_SBX_UPDATE *out, char *errmsg, 
 int json_parse_app(yajl_val obj, bool create, const char *extra, struct msg_APP_PUT *out,
                    char *errmsg, size_t errlen);
 void json_gen_app(yajl_gen g, const struct msg_APP_REP *a);
+/* POST /schedules: {sandboxId, language, code, every | cron}. */
+int json_parse_schedule(yajl_val obj, struct msg_SCHED_PUT *out, char *errmsg, size_t errlen);
+void json_gen_schedule(yajl_gen g, const struct msg_SCHED_REP *s);
 const char *json_app_state_name(uint32_t s);
 /* Python's str(timedelta) of whole seconds, as supervisorctl prints an uptime. */
 void json_uptime(uint64_t secs, char *buf, size_t sz);

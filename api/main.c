@@ -82,6 +82,7 @@ static const struct proto_dispatch launcher_table[] = {
 	{ MSG_METRICS_REP, ROLE_LAUNCHER, on_launcher_msg },
 	{ MSG_APP_REP, ROLE_LAUNCHER, on_launcher_msg },
 	{ MSG_APP_LOG_REP, ROLE_LAUNCHER, on_launcher_msg },
+	{ MSG_SCHED_REP, ROLE_LAUNCHER, on_launcher_msg },
 	{ MSG_STREAM_DATA, ROLE_LAUNCHER, on_launcher_msg }, { MSG_STREAM_END, ROLE_LAUNCHER, on_launcher_msg },
 };
 

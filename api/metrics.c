@@ -86,6 +86,15 @@ char *api_metrics_render(const struct msg_STATUS_REP *st, const struct msg_METRI
 		                       "sbx_run_duration_seconds_count %llu\n",
 		                    count, m->duration_sum_ms / 1000.0, count);
 	}
+	if (m) {
+		static const char *const states[] = { "STOPPED", "STARTING", "RUNNING", "BACKOFF",
+			                              "STOPPING", "EXITED", "FATAL" };
+		_Static_assert(sizeof(states) / sizeof(states[0]) == APP_STATE_MAX_ + 1, "a name per state");
+		evbuffer_add_printf(b, "# HELP sbx_apps Space Apps by state.\n# TYPE sbx_apps gauge\n");
+		for (uint32_t i = 0; i <= APP_STATE_MAX_; i++)
+			evbuffer_add_printf(b, "sbx_apps{state=\"%s\"} %u\n", states[i],
+			                    i < m->apps_by_state.n ? m->apps_by_state.v[i] : 0);
+	}
 	evbuffer_add_printf(b, "# HELP sbx_http_requests_total Requests answered, by operation and status.\n"
 	                       "# TYPE sbx_http_requests_total counter\n");
 	for (size_t i = 0; i < nseries; i++)

@@ -257,6 +257,9 @@ static void on_single(const struct stub_reply *rep, void *arg)
 	case MSG_APP_REP:
 		json_gen_app(g, rep->msg);
 		break;
+	case MSG_SCHED_REP:
+		json_gen_schedule(g, rep->msg);
+		break;
 	case MSG_OK:
 		yajl_gen_map_open(g);
 		json_gen_kstr(g, "id", ((const struct msg_OK *)rep->msg)->id);
@@ -313,6 +316,8 @@ static void on_list(const struct stub_reply *rep, void *arg)
 			json_gen_proc(o->g, rep->msg);
 		else if (rep->type == MSG_APP_REP)
 			json_gen_app(o->g, rep->msg);
+		else if (rep->type == MSG_SCHED_REP)
+			json_gen_schedule(o->g, rep->msg);
 		o->count++;
 		return;
 	}
@@ -1068,6 +1073,29 @@ static int start_apps(struct op *o, const struct op_args *a, char *why, size_t w
 	                    on_single, o);
 }
 
+/* ---- schedules ---------------------------------------------------------------------- */
+
+static int start_sched_list(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	o->list_key = "schedules";
+	return stub_sched_list(on_list, o);
+}
+
+static int start_sched_create(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	struct msg_SCHED_PUT m = { 0 };
+	int r;
+	if ((r = json_parse_schedule(a->body, &m, why, whysz)) == 0)
+		r = stub_sched_put(&m, on_single, o);
+	proto_msg_clear(MSG_SCHED_PUT, &m);
+	return r;
+}
+
+static int start_sched_delete(struct op *o, const struct op_args *a, char *why, size_t whysz)
+{
+	return stub_sched_delete(a->id, on_single, o);
+}
+
 /* ---- metrics ------------------------------------------------------------------------- */
 
 static void metrics_finish(struct op *o, const struct msg_METRICS_REP *m)
@@ -1217,7 +1245,7 @@ const struct op_row op_table[] = {
 	{ "listApps", GET, "/apps", NULL, "sbx_apps",
 	  "Space Apps, long-lived jailed services: list them (REST, and the tool's default), or "
 	  "with the tool's action: status, start, stop, restart or log of the app name.",
-	  SCHEMA_APPS_TOOL_PROPS, NULL, SCHEMA_APP_LIST, 200, start_apps, 0 },
+	  SCHEMA_APPS_TOOL_PROPS, NULL, SCHEMA_APPS_OUT, 200, start_apps, 0 },
 	{ "createApp", POST, "/apps", NULL, NULL,
 	  "Create an app: a command run by sh -s in a sandbox of its own (\"app:NAME\", created "
 	  "with the fence settings given here), kept running by supervisord's rules.",
@@ -1242,6 +1270,16 @@ const struct op_row op_table[] = {
 	  "The end of an app's stdout (or stream=stderr) log, tail bytes of it (default and most: "
 	  "4 MiB), as text.", SCHEMA_APP_LOG_PROPS, NULL, SCHEMA_APP_LOG, 200, start_app_log,
 	  OPF_QUERY_ARGS | OPF_RAW_REPLY | OPF_TEXT_REPLY },
+	{ "listSchedules", GET, "/schedules", NULL, NULL,
+	  "Scripts the daemon runs by itself on an interval or a cron time, with their last run.",
+	  NULL, NULL, SCHEMA_SCHEDULE_LIST, 200, start_sched_list, 0 },
+	{ "createSchedule", POST, "/schedules", NULL, NULL,
+	  "Run a script in a sandbox every N seconds (every) or at a cron(5) expression's minutes "
+	  "(cron), through the same gate as every run, with entrance \"scheduler\": the "
+	  "schedulerScript switch decides between the sandbox and none.", SCHEMA_SCHEDULE_PROPS,
+	  "\"sandboxId\",\"code\"", SCHEMA_SCHEDULE, 201, start_sched_create, 0 },
+	{ "deleteSchedule", DELETE, "/schedules/{scheduleId}", NULL, NULL, "Delete a schedule.", NULL,
+	  NULL, SCHEMA_DELETED, 200, start_sched_delete, 0 },
 	{ "metrics", GET, "/metrics", NULL, NULL,
 	  "Prometheus text format: runs by outcome, run latency histogram, live runs and process "
 	  "groups, restarts of each child, requests by operation and status.",
@@ -1261,6 +1299,7 @@ static const struct op_param op_params[] = {
 	{ "id", "sandboxId", "no such sandbox", offsetof(struct op_args, id), proto_id_valid },
 	{ "runId", "runId", "no such run", offsetof(struct op_args, sub_id), proto_id_valid },
 	{ "name", "name", "no such app", offsetof(struct op_args, id), proto_app_name_valid },
+	{ "scheduleId", "scheduleId", "no such schedule", offsetof(struct op_args, id), proto_id_valid },
 };
 
 const struct op_row *op_by_tool(const char *name)

@@ -61,6 +61,10 @@
 #define SCHEMA_APP_PATCH_PROPS SCHEMA_APP_OWN_PROPS
 #define SCHEMA_APP_LOG_PROPS                                                                          \
 	"\"stream\":{\"type\":\"string\",\"enum\":[\"stdout\",\"stderr\"]},\"tail\":" S_INT
+#define SCHEMA_SCHEDULE_PROPS                                                                         \
+	"\"sandboxId\":" S_STR ",\"language\":{\"type\":\"string\",\"enum\":[\"sh\",\"python\","   \
+	"\"node\"]},\"code\":" S_STR ",\"every\":{\"type\":\"integer\",\"minimum\":1},"          \
+	"\"cron\":" S_STR
 #define SCHEMA_APPS_TOOL_PROPS                                                                        \
 	"\"action\":{\"type\":\"string\",\"enum\":[\"list\",\"status\",\"start\",\"stop\","   \
 	"\"restart\",\"log\"]},\"name\":" S_STR "," SCHEMA_APP_LOG_PROPS
@@ -109,9 +113,18 @@
 	"\"FATAL\"]},\"sandboxId\":" S_STR ",\"dir\":" S_STR ",\"pid\":{\"type\":[\"integer\","  \
 	"\"null\"]},\"confined\":{\"type\":[\"boolean\",\"null\"]},\"process\":{\"type\":"     \
 	"\"object\"},\"spawnerr\":" S_STR "},\"required\":[\"name\",\"state\"]}"
-#define SCHEMA_APP_LIST                                                                               \
-	"{\"type\":\"object\",\"properties\":{\"apps\":{\"type\":\"array\"},\"count\":" S_INT    \
-	"},\"required\":[\"apps\"]}"
+#define SCHEMA_SCHEDULE                                                                               \
+	"{\"type\":\"object\",\"properties\":{\"id\":" S_STR ",\"sandboxId\":" S_STR           \
+	",\"code\":" S_STR ",\"every\":{\"type\":[\"integer\",\"null\"]},\"cron\":{\"type\":"  \
+	"[\"string\",\"null\"]},\"nextAt\":{\"type\":[\"string\",\"null\"]},\"lastRunId\":"    \
+	"{\"type\":[\"string\",\"null\"]},\"lastStatus\":" S_STR ",\"runs\":" S_INT "},"          \
+	"\"required\":[\"id\",\"sandboxId\"]}"
+#define SCHEMA_SCHEDULE_LIST                                                                          \
+	"{\"type\":\"object\",\"properties\":{\"schedules\":{\"type\":\"array\"},\"count\":"  \
+	S_INT "},\"required\":[\"schedules\"]}"
+#define SCHEMA_APPS_OUT                                                                               \
+	"{\"type\":\"object\",\"properties\":{\"apps\":{\"type\":\"array\"},\"count\":" S_INT   \
+	",\"name\":" S_STR ",\"state\":" S_STR ",\"text\":" S_STR ",\"size\":" S_INT "}}"
 #define SCHEMA_APP_LOG                                                                                \
 	"{\"type\":\"object\",\"properties\":{\"text\":" S_STR ",\"size\":" S_INT ",\"length\":" \
 	S_INT "}}"

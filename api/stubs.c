@@ -571,6 +571,23 @@ int stub_app_log(const struct msg_APP_LOG *m, stub_cb cb, void *arg)
 	return send_req(API->launcher, MSG_APP_LOG, m, MSG_APP_LOG_REP, 0, cb, arg);
 }
 
+int stub_sched_put(const struct msg_SCHED_PUT *m, stub_cb cb, void *arg)
+{
+	return send_req(API->launcher, MSG_SCHED_PUT, m, MSG_SCHED_REP, 0, cb, arg);
+}
+
+int stub_sched_list(stub_cb cb, void *arg)
+{
+	struct msg_SCHED_LIST m = { 0 };
+	return send_req(API->launcher, MSG_SCHED_LIST, &m, MSG_LIST_END, MSG_SCHED_REP, cb, arg);
+}
+
+int stub_sched_delete(const char *id, stub_cb cb, void *arg)
+{
+	struct msg_SCHED_DELETE m = { .id = (char *)id };
+	return send_req(API->launcher, MSG_SCHED_DELETE, &m, MSG_OK, 0, cb, arg);
+}
+
 int stub_metrics(stub_cb cb, void *arg)
 {
 	struct msg_METRICS_REQ m = { 0 };

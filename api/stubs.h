@@ -100,6 +100,10 @@ int stub_app_list(stub_cb cb, void *arg);
 int stub_app_delete(const char *name, stub_cb cb, void *arg);
 int stub_app_ctl(const char *name, uint32_t op, stub_cb cb, void *arg);
 int stub_app_log(const struct msg_APP_LOG *m, stub_cb cb, void *arg);
+/* Schedules (launcher/schedules.h) */
+int stub_sched_put(const struct msg_SCHED_PUT *m, stub_cb cb, void *arg);
+int stub_sched_list(stub_cb cb, void *arg);
+int stub_sched_delete(const char *id, stub_cb cb, void *arg);
 /* A sandbox's trace lines: the reply's out/out_len. */
 int stub_trace(const struct msg_TRACE_GET *m, stub_cb cb, void *arg);
 int stub_file_op(const struct msg_FILE_OP *m, const char *content, size_t len, stub_cb cb, void *arg);

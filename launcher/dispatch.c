@@ -14,6 +14,7 @@
 
 #include "caps.h"
 #include "apps.h"
+#include "schedules.h"
 #include "cleanup.h"
 #include "fence/stage.h"
 #include "log.h"
@@ -516,6 +517,7 @@ int dispatch_sandbox_remove(const struct sandbox *s, void (*done)(int err, void 
 	if ((r = store_sandbox_delete(dispatch_L->db, s->id)) < 0)
 		return r;
 	run_sandbox_cleanup(dispatch_L, s); /* docker: its container goes too */
+	sched_sandbox_gone(s->id);          /* its schedules went with the row */
 	trace_remove(dispatch_L, s->id);    /* and its trace log */
 	/* the image goes whole: unmount and unlink need no new space, however full it is */
 	if ((r = disk_image_release(dispatch_L, s->id, s->workdir)) < 0)
@@ -770,6 +772,9 @@ static const struct proto_dispatch api_table[] = {
 	{ MSG_APP_DELETE, ROLE_API, apps_h_delete },
 	{ MSG_APP_CTL, ROLE_API, apps_h_ctl },
 	{ MSG_APP_LOG, ROLE_API, apps_h_log },
+	{ MSG_SCHED_PUT, ROLE_API, sched_h_put },
+	{ MSG_SCHED_LIST, ROLE_API, sched_h_list },
+	{ MSG_SCHED_DELETE, ROLE_API, sched_h_delete },
 	{ MSG_STREAM_ACK, ROLE_API, dispatch_h_stream_ack },
 	{ MSG_STREAM_CANCEL, ROLE_API, dispatch_h_stream_cancel },
 };

@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "apps.h"
 #include "cleanup.h"
 #include "dispatch.h"
 #include "dispatch_int.h"
@@ -569,7 +570,12 @@ void dispatch_h_trace_get(struct proto_chan *ch, const struct proto_hdr *h, void
 void dispatch_h_metrics(struct proto_chan *ch, const struct proto_hdr *h, void *m, int fd, void *arg)
 {
 	struct msg_METRICS_REP rep = { .live_runs = dispatch_L->live_runs };
+	uint32_t apps[APP_STATE_MAX_ + 1] = { 0 };
 	runner_metrics(&rep);
+	apps_count_states(apps);
+	for (size_t i = 0; i <= APP_STATE_MAX_; i++)
+		proto_u32v_push(&rep.apps_by_state, apps[i]);
 	proto_chan_send(ch, MSG_METRICS_REP, h->id, &rep, -1);
 	proto_u32v_clear(&rep.duration_buckets);
+	proto_u32v_clear(&rep.apps_by_state);
 }

@@ -16,6 +16,7 @@
 
 #include "caps.h"
 #include "apps.h"
+#include "schedules.h"
 #include "cleanup.h"
 #include "confine.h"
 #include "disk.h"
@@ -281,10 +282,13 @@ int main(int argc, char **argv)
 
 	if ((r = apps_init(&L)) < 0)
 		log_warnx("loading the apps: %s", strerror(-r));
+	if ((r = sched_init(&L)) < 0)
+		log_warnx("loading the schedules: %s", strerror(-r));
 
 	event_base_dispatch(L.base);
 
 	apps_shutdown(); /* no restarts while everything stops */
+	sched_shutdown();
 	runner_stop_all(&L); /* every exit path: a lost sbxd, SIGTERM, SIGINT */
 	log_debug("shutdown: every run stopped");
 	netrun_shutdown(&L);

@@ -162,6 +162,8 @@ int run_code(struct launcher *L, const struct run_request *req, run_done_fn done
 		refuse(done, arg, e, why);
 		return 0;
 	}
+	if (!sandboxed && req->entrance == ENTRANCE_SCHEDULER)
+		snprintf(note, sizeof(note), "schedulerScript is switched off: this ran without a sandbox");
 	/* the runner owns sb from here and calls done exactly once */
 	return runner_start(L, req, &sb, iso, note, done, arg);
 }

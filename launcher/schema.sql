@@ -77,5 +77,7 @@ CREATE TABLE exec_policy (
 );
 INSERT INTO exec_policy (id) VALUES (1);
 
--- Schema 6: apps (launcher/apps.h). The fence is the app's own sandbox, named "app:NAME".
+-- Schema 6: apps and schedules. Apps (launcher/apps.h). The fence is the app's own sandbox, named "app:NAME".
 CREATE TABLE apps (name TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL UNIQUE REFERENCES sandboxes(id), command TEXT NOT NULL, port INTEGER NOT NULL DEFAULT 0, autostart INTEGER NOT NULL DEFAULT 0, autorestart INTEGER NOT NULL DEFAULT 2, startsecs INTEGER NOT NULL DEFAULT 1, startretries INTEGER NOT NULL DEFAULT 3, exitcodes TEXT NOT NULL DEFAULT '0', stopsignal INTEGER NOT NULL DEFAULT 15, stopwaitsecs INTEGER NOT NULL DEFAULT 10, created_at INTEGER NOT NULL);
+-- Schedules (launcher/schedules.h): a script run through run_code() on an interval or a cron time.
+CREATE TABLE schedules (id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE, language INTEGER NOT NULL, code TEXT NOT NULL, every_s INTEGER NOT NULL DEFAULT 0, cron TEXT NOT NULL DEFAULT '', created_at INTEGER NOT NULL);

@@ -43,7 +43,9 @@ static void store_stmt_release(sqlite3_stmt **st)
 
 static int store_migrate_v2(sqlite3 *db);
 
-/* the same text as in schema.sql (tests/unit/test_store.c compares the two) */
+#define SCHEDULES_TABLE_SQL                                                                        \
+	"CREATE TABLE schedules (id TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL REFERENCES sandboxes(id) ON DELETE CASCADE, language INTEGER NOT NULL, code TEXT NOT NULL, every_s INTEGER NOT NULL DEFAULT 0, cron TEXT NOT NULL DEFAULT '', created_at INTEGER NOT NULL)"
+/* the same text as in schema.sql */
 #define APPS_TABLE_SQL                                                                             \
 	"CREATE TABLE apps (name TEXT PRIMARY KEY, sandbox_id TEXT NOT NULL UNIQUE REFERENCES "    \
 	"sandboxes(id), command TEXT NOT NULL, port INTEGER NOT NULL DEFAULT 0, autostart "      \
@@ -73,8 +75,8 @@ static const struct store_migration {
 	/* 4 -> 5: where each run's trace events start and end in its sandbox's trace log */
 	{ "ALTER TABLE runs ADD COLUMN trace_start INTEGER NOT NULL DEFAULT -1;"
 	  "ALTER TABLE runs ADD COLUMN trace_end INTEGER NOT NULL DEFAULT -1", NULL },
-	/* 5 -> 6: apps */
-	{ APPS_TABLE_SQL, NULL },
+	/* 5 -> 6: apps and schedules */
+	{ APPS_TABLE_SQL ";" SCHEDULES_TABLE_SQL, NULL },
 };
 _Static_assert(sizeof(store_migrations) / sizeof(store_migrations[0]) == STORE_SCHEMA_VERSION - 1,
                "one migration per schema version after the first");
@@ -624,17 +626,23 @@ int store_sandbox_get_by_name(sqlite3 *db, const char *name, struct sandbox *ret
 	                            ret);
 }
 
-int store_sandbox_delete(sqlite3 *db, const char *id)
+/* One row by its key: 0, or -ENOENT when there was none. */
+static int store_delete_by(sqlite3 *db, const char *sql, const char *key)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	/* runs go by ON DELETE CASCADE (foreign_keys is on for every connection) */
-	int r = store_prepare(db, "DELETE FROM sandboxes WHERE id = ?1", &st);
+	int r = store_prepare(db, sql, &st);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
 	if ((r = store_err(sqlite3_step(st))) < 0)
 		return r;
 	return sqlite3_changes(db) == 1 ? 0 : -ENOENT;
+}
+
+int store_sandbox_delete(sqlite3 *db, const char *id)
+{
+	/* runs and schedules go by ON DELETE CASCADE (foreign_keys is on for every connection) */
+	return store_delete_by(db, "DELETE FROM sandboxes WHERE id = ?1", id);
 }
 
 int store_sandbox_foreach(sqlite3 *db, int (*cb)(const struct sandbox *s, void *arg), void *arg)
@@ -932,14 +940,7 @@ int store_app_update(sqlite3 *db, const struct app_conf *c)
 
 int store_app_delete(sqlite3 *db, const char *name)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int r = store_prepare(db, "DELETE FROM apps WHERE name = ?1", &st);
-	if (r < 0)
-		return r;
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_TRANSIENT);
-	if ((r = store_err(sqlite3_step(st))) < 0)
-		return r;
-	return sqlite3_changes(db) == 1 ? 0 : -ENOENT;
+	return store_delete_by(db, "DELETE FROM apps WHERE name = ?1", name);
 }
 
 int store_app_foreach(sqlite3 *db, int (*cb)(const struct app_conf *c, void *arg), void *arg)
@@ -970,6 +971,72 @@ int store_app_foreach(sqlite3 *db, int (*cb)(const struct app_conf *c, void *arg
 		}
 		stop = cb(&c, arg);
 		app_conf_clear(&c);
+		if (stop)
+			return 0;
+	}
+	return store_err(r);
+}
+
+/* ---- schedules ----------------------------------------------------------------------- */
+
+void sched_conf_clear(struct sched_conf *c)
+{
+	if (!c)
+		return;
+	free(c->code);
+	free(c->cron);
+	memset(c, 0, sizeof(*c));
+}
+
+int store_sched_insert(sqlite3 *db, const struct sched_conf *c)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = store_prepare(db,
+	                      "INSERT INTO schedules (id, sandbox_id, language, code, every_s, cron, "
+	                      "created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	                      &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, c->id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, c->sandbox_id, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 3, c->language);
+	sqlite3_bind_text(st, 4, c->code ? c->code : "", -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 5, c->every_s);
+	sqlite3_bind_text(st, 6, c->cron ? c->cron : "", -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 7, (sqlite3_int64)c->created_at);
+	return store_err(sqlite3_step(st));
+}
+
+int store_sched_delete(sqlite3 *db, const char *id)
+{
+	return store_delete_by(db, "DELETE FROM schedules WHERE id = ?1", id);
+}
+
+int store_sched_foreach(sqlite3 *db, int (*cb)(const struct sched_conf *c, void *arg), void *arg)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = store_prepare(db,
+	                      "SELECT id, sandbox_id, language, code, every_s, cron, created_at FROM "
+	                      "schedules ORDER BY created_at, id",
+	                      &st);
+	if (r < 0)
+		return r;
+	while ((r = sqlite3_step(st)) == SQLITE_ROW) {
+		struct sched_conf c = { 0 };
+		int stop;
+		snprintf(c.id, sizeof(c.id), "%s", (const char *)sqlite3_column_text(st, 0));
+		snprintf(c.sandbox_id, sizeof(c.sandbox_id), "%s", (const char *)sqlite3_column_text(st, 1));
+		c.language = (uint32_t)sqlite3_column_int64(st, 2);
+		c.code = col_strdup(st, 3);
+		c.every_s = (uint32_t)sqlite3_column_int64(st, 4);
+		c.cron = col_strdup(st, 5);
+		c.created_at = (uint64_t)sqlite3_column_int64(st, 6);
+		if (!c.code || !c.cron) {
+			sched_conf_clear(&c);
+			return -ENOMEM;
+		}
+		stop = cb(&c, arg);
+		sched_conf_clear(&c);
 		if (stop)
 			return 0;
 	}

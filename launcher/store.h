@@ -56,4 +56,19 @@ int store_app_delete(sqlite3 *db, const char *name);
 /* Oldest first; stops early when cb returns non-zero. */
 int store_app_foreach(sqlite3 *db, int (*cb)(const struct app_conf *c, void *arg), void *arg);
 
+/* Schedules (launcher/schedules.h). */
+struct sched_conf {
+	char id[PROTO_ID_MAX + 1];
+	char sandbox_id[PROTO_ID_MAX + 1];
+	uint32_t language;
+	char *code;
+	uint32_t every_s; /* 0: cron says when */
+	char *cron;       /* "" with every_s */
+	uint64_t created_at;
+};
+void sched_conf_clear(struct sched_conf *c);
+int store_sched_insert(sqlite3 *db, const struct sched_conf *c);
+int store_sched_delete(sqlite3 *db, const char *id);
+int store_sched_foreach(sqlite3 *db, int (*cb)(const struct sched_conf *c, void *arg), void *arg);
+
 #endif

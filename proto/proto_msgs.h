@@ -23,7 +23,7 @@
 
 #define PROTO_VERSION 7 /* 2: mounts travel as MNTV in the sandbox spec; 3: streams, run input by memfd;
                           4: limits.diskMb, PERR_INSUFFICIENT_STORAGE; 5: proxy, run refusals;
-                          6: detached runs, processes, kill, files, trace, metrics; 7: apps */
+                          6: detached runs, processes, kill, files, trace, metrics; 7: apps, schedules */
 
 /* Limits, each a named constant with a test at and past it (tests/unit/test_proto.c). */
 #define PROTO_MSG_MAX    65536u /* whole packet, header included */
@@ -364,7 +364,8 @@ enum proto_stream_chan {
 	F(S, U64, runs_failed, 0)                                                                     \
 	F(S, U32V, duration_buckets, PROTO_RUN_BUCKETS_N + 1)                                         \
 	F(S, U64, duration_sum_ms, 0)                                                                 \
-	F(S, U32, live_runs, 0)
+	F(S, U32, live_runs, 0)                                                                       \
+	F(S, U32V, apps_by_state, APP_STATE_MAX_ + 1) /* by enum proto_app_state */
 
 /* Apps (launcher/apps.h, DESIGN.md §11): long-lived jailed programs under supervision.
  * An app's fence is a sandbox of its own named "app:NAME", created with the app; its
@@ -454,6 +455,35 @@ enum proto_app_bit {
 	F(S, U64, length, 0)                                                                          \
 	F(S, U64, size, 0)
 
+/* Schedules (launcher/schedules.h): a script run through run_code() with entrance scheduler
+ * every every_s seconds, or at the minutes of a cron(5) expression (exactly one of the
+ * two). last_status: "" before the first run, else "exit N", "signal N", "timed out",
+ * "refused: ..." or "skipped: ...". */
+#define PROTO_SCHED_EVERY_MIN 1u
+#define PROTO_SCHED_EVERY_MAX (366u * 24u * 3600u)
+#define PROTO_CRON_MAX        256u /* common/cron.h CRON_EXPR_MAX */
+#define MSG_SCHED_PUT_FIELDS(F, S)                                                                    \
+	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
+	F(S, ENUM, language, LANG_MAX_)                                                               \
+	F(S, STR, code, PROTO_CODE_MAX)                                                               \
+	F(S, U32, every_s, 0)                                                                         \
+	F(S, STR, cron, PROTO_CRON_MAX)
+#define MSG_SCHED_REP_FIELDS(F, S)                                                                    \
+	F(S, STR, id, PROTO_ID_MAX)                                                                   \
+	F(S, STR, sandbox_id, PROTO_ID_MAX)                                                           \
+	F(S, ENUM, language, LANG_MAX_)                                                               \
+	F(S, STR, code, PROTO_CODE_MAX)                                                               \
+	F(S, U32, every_s, 0)                                                                         \
+	F(S, STR, cron, PROTO_CRON_MAX)                                                               \
+	F(S, U64, created_at, 0)                                                                      \
+	F(S, U64, next_at, 0)                                                                         \
+	F(S, U64, last_at, 0)                                                                         \
+	F(S, STR, last_run_id, PROTO_ID_MAX)                                                          \
+	F(S, STR, last_status, PROTO_STR_MAX)                                                         \
+	F(S, U32, runs, 0)                                                                            \
+	F(S, U32, skipped, 0)
+#define MSG_SCHED_ID_FIELDS(F, S) F(S, STR, id, PROTO_ID_MAX)
+
 /* Streams. The opener picks the stream id (for a run's output: the id of the RUN request
  * that asked for it) and the ids are unique per channel while open. Chunks are numbered
  * from 0 without gaps; ACK carries how many chunks the receiver has consumed so far;
@@ -527,6 +557,10 @@ enum proto_app_bit {
 	X(APP_CTL, 70, PROTO_FD_NONE, ROLE_API, MSG_APP_CTL_FIELDS)                                \
 	X(APP_LOG, 72, PROTO_FD_NONE, ROLE_API, MSG_APP_LOG_FIELDS)                                \
 	X(APP_LOG_REP, 73, PROTO_FD_OPTIONAL, ROLE_LAUNCHER, MSG_APP_LOG_REP_FIELDS)               \
+	X(SCHED_PUT, 74, PROTO_FD_NONE, ROLE_API, MSG_SCHED_PUT_FIELDS)                            \
+	X(SCHED_REP, 75, PROTO_FD_NONE, ROLE_LAUNCHER, MSG_SCHED_REP_FIELDS)                       \
+	X(SCHED_LIST, 76, PROTO_FD_NONE, ROLE_API, MSG_EMPTY_FIELDS)                               \
+	X(SCHED_DELETE, 78, PROTO_FD_NONE, ROLE_API, MSG_SCHED_ID_FIELDS)                          \
 	X(STREAM_DATA, 60, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_API, MSG_STREAM_DATA_FIELDS)        \
 	X(STREAM_ACK, 62, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_API, MSG_STREAM_ACK_FIELDS)          \
 	X(STREAM_END, 64, PROTO_FD_NONE, ROLE_LAUNCHER | ROLE_API, MSG_STREAM_END_FIELDS)          \

@@ -6,6 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
 const url = process.env.SBX_MCP_URL;
 const token = process.env.SBX_TOKEN;
@@ -358,6 +359,61 @@ test('an unknown tool is refused', async () => {
     refused = true; // a JSON-RPC error is also a refusal
   }
   assert.ok(refused, 'an unknown tool was accepted');
+});
+
+// sbxctl mcp: the stdio bridge for clients that spawn their servers. The SDK starts it as
+// a child process and speaks newline-delimited JSON-RPC on its stdin and stdout.
+test('sbxctl mcp: the SDK over stdio drives sbx_apps and sbx_run', async () => {
+  const bin = process.env.SBX_BIN_DIR;
+  assert.ok(bin, 'SBX_BIN_DIR is not set');
+  const base = url.replace(/\/mcp$/, '');
+  // an app to drive, made over REST (sbx_apps manages, it does not create)
+  const made = await fetch(`${base}/api/sandbox/apps`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ name: 'e2e-app', startsecs: 0, command: 'echo started-by-stdio; exec sleep 600' }),
+  });
+  assert.equal(made.status, 201, await made.text());
+  const transport = new StdioClientTransport({
+    command: join(bin, 'sbxctl'),
+    args: ['mcp'],
+    env: { PATH: process.env.PATH, SBX_URL: base, SBX_TOKEN: token },
+    stderr: 'inherit',
+  });
+  const client = new Client({ name: 'sbx-e2e-stdio', version: '0.0.0' });
+  await client.connect(transport);
+  try {
+    const { tools } = await client.listTools();
+    assert.ok(tools.some((t) => t.name === 'sbx_apps'), 'no sbx_apps over stdio');
+    let s = structured(await client.callTool({ name: 'sbx_apps', arguments: {} }), 'sbx_apps list');
+    assert.ok(s.apps.some((a) => a.name === 'e2e-app' && a.state === 'STOPPED'), JSON.stringify(s));
+    s = structured(await client.callTool({ name: 'sbx_apps', arguments: { action: 'start', name: 'e2e-app' } }), 'start');
+    assert.ok(['STARTING', 'RUNNING'].includes(s.state), JSON.stringify(s));
+    // RUNNING, and confinement read once the jail has reported its first process
+    for (let i = 0; i < 100 && (s.state !== 'RUNNING' || s.confined === null); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      s = structured(await client.callTool({ name: 'sbx_apps', arguments: { action: 'status', name: 'e2e-app' } }), 'status');
+    }
+    assert.equal(s.state, 'RUNNING', JSON.stringify(s));
+    assert.equal(s.confined, true, JSON.stringify(s));
+    let log = '';
+    for (let i = 0; i < 50 && !log.includes('started-by-stdio'); i++) {
+      log = structured(await client.callTool({ name: 'sbx_apps', arguments: { action: 'log', name: 'e2e-app' } }), 'log').text;
+      if (!log.includes('started-by-stdio')) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(log.includes('started-by-stdio'), `log: ${log}`);
+    s = structured(await client.callTool({ name: 'sbx_apps', arguments: { action: 'stop', name: 'e2e-app' } }), 'stop');
+    assert.ok(['STOPPING', 'STOPPED'].includes(s.state), JSON.stringify(s));
+    const bad = await client.callTool({ name: 'sbx_apps', arguments: { action: 'explode', name: 'e2e-app' } });
+    assert.equal(bad.isError, true, 'an unknown action was accepted');
+    // a plain run through the same bridge
+    const sc = structured(await client.callTool({ name: 'sbx_create', arguments: { name: 'e2e-stdio' } }), 'sbx_create');
+    const run = structured(await client.callTool({ name: 'sbx_run', arguments: { sandboxId: sc.id, language: 'sh', code: 'echo via-stdio' } }), 'sbx_run');
+    assert.equal(run.stdout, 'via-stdio\n');
+    assert.equal(run.isolation, 'bwrap');
+  } finally {
+    await client.close();
+  }
 });
 
 test('DELETE ends the session', async () => {

@@ -100,7 +100,7 @@ else
 fi
 
 set +e
-SBX_MCP_URL="http://127.0.0.1:$port/mcp" SBX_TOKEN="$token" node mcp.test.mjs
+SBX_MCP_URL="http://127.0.0.1:$port/mcp" SBX_TOKEN="$token" SBX_BIN_DIR="$bin_dir" node mcp.test.mjs
 status=$?
 set -e
 [[ $openapi_status -eq 0 ]] || status=1

@@ -561,3 +561,78 @@ Test(apps, sbxctl_status_is_supervisorctls_layout_and_exit_codes)
 		cr_expect(compared, "no quiet second to compare status %s in", args[k]);
 	}
 }
+
+Test(apps, sbxctl_drives_apps_runs_and_the_policy)
+{
+	char ctl[1500], cmd[2048], out[8192];
+	snprintf(ctl, sizeof(ctl), "SBX_URL=http://127.0.0.1:%u SBX_TOKEN=%s %s/sbxctl", sbx_it.port,
+	         sbx_it.token, sbx_it.bin_dir);
+	_cleanup_resp_ struct http_resp a = app_post("{\"name\":\"svc\",\"command\":\"exec sleep 1000\"}");
+	assert_status(a, 201);
+	static const struct { const char *args, *want; int rc; } steps[] = {
+		{ "start svc", "svc: started\n", 0 },
+		{ "start svc", "svc: ERROR (already started)\n", 1 },
+		{ "restart svc", "svc: stopped\nsvc: started\n", 0 },
+		{ "stop svc", "svc: stopped\n", 0 },
+		{ "stop svc", "svc: ERROR (not running)\n", 1 },
+		{ "start nosuch", "nosuch: ERROR (no such process)\n", 1 },
+		{ "stop", "Error: stop requires a process name\n", 1 },
+	};
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "%s %s", ctl, steps[i].args);
+		int rc = run_capture(cmd, out, sizeof(out));
+		cr_expect_str_eq(out, steps[i].want, "sbxctl %s", steps[i].args);
+		cr_expect_eq(rc, steps[i].rc, "sbxctl %s: exit %d", steps[i].args, rc);
+	}
+	/* tail: each stream's log */
+	_cleanup_resp_ struct http_resp t = app_post(
+		"{\"name\":\"talker\",\"autostart\":true,\"command\":\"echo line-one; echo err-one >&2; exec sleep 1000\"}");
+	assert_status(t, 201);
+	cr_assert(wait_state("talker", "RUNNING", 15000, NULL, 0));
+	snprintf(cmd, sizeof(cmd), "%s tail talker", ctl);
+	cr_expect_eq(run_capture(cmd, out, sizeof(out)), 0);
+	cr_expect_str_eq(out, "line-one\n");
+	snprintf(cmd, sizeof(cmd), "%s tail talker stderr", ctl);
+	cr_expect_eq(run_capture(cmd, out, sizeof(out)), 0);
+	cr_expect_str_eq(out, "err-one\n");
+	/* run: by name, the code's output and exit code; the code from stdin */
+	char sid[64];
+	sbx_create(&sbx_it, "{\"name\":\"box\"}", sid, sizeof(sid));
+	snprintf(cmd, sizeof(cmd), "%s run box -- 'echo hi; exit 7'", ctl);
+	cr_expect_eq(run_capture(cmd, out, sizeof(out)), 7, "%s", out);
+	cr_expect_str_eq(out, "hi\n");
+	snprintf(cmd, sizeof(cmd), "echo 'echo from-stdin' | %s run %s", ctl, sid);
+	cr_expect_eq(run_capture(cmd, out, sizeof(out)), 0, "%s", out);
+	cr_expect_str_eq(out, "from-stdin\n");
+	snprintf(cmd, sizeof(cmd), "%s run box --language python -- 'print(6*7)'", ctl);
+	cr_expect_eq(run_capture(cmd, out, sizeof(out)), 0, "%s", out);
+	cr_expect_str_eq(out, "42\n");
+	/* policy: set, refused keys, read back */
+	snprintf(cmd, sizeof(cmd), "%s policy runNode=off", ctl);
+	cr_expect_eq(run_capture(cmd, out, sizeof(out)), 0, "%s", out);
+	_cleanup_resp_ struct http_resp p = http_req(&sbx_it, "GET", API "/exec-policy", NULL, NULL);
+	cr_expect(js_is_false(p.json, "runNode") && js_is_true(p.json, "runPython"), "%s", p.body);
+	snprintf(cmd, sizeof(cmd), "%s policy bogus=on", ctl);
+	cr_expect_eq(run_capture(cmd, out, sizeof(out)), 2, "%s", out);
+	snprintf(cmd, sizeof(cmd), "%s policy runNode=maybe", ctl);
+	cr_expect_eq(run_capture(cmd, out, sizeof(out)), 2, "%s", out);
+	/* --json, caps, sandboxes */
+	snprintf(cmd, sizeof(cmd), "%s --json status talker", ctl);
+	cr_expect_eq(run_capture(cmd, out, sizeof(out)), 0, "%s", out);
+	cr_expect(strstr(out, "\"name\":\"talker\",\"state\":\"RUNNING\""), "%s", out);
+	snprintf(cmd, sizeof(cmd), "%s caps", ctl);
+	cr_expect_eq(run_capture(cmd, out, sizeof(out)), 0, "%s", out);
+	cr_expect(out[0] == '{', "%s", out);
+	snprintf(cmd, sizeof(cmd), "%s sandboxes", ctl);
+	cr_expect_eq(run_capture(cmd, out, sizeof(out)), 0, "%s", out);
+	cr_expect(strstr(out, sid) && strstr(out, " box\n") && strstr(out, "app:talker"), "%s", out);
+	/* a wrong token is an error, not an empty status */
+	snprintf(cmd, sizeof(cmd), "SBX_URL=http://127.0.0.1:%u SBX_TOKEN=wrong %s/sbxctl status",
+	         sbx_it.port, sbx_it.bin_dir);
+	cr_expect_eq(run_capture(cmd, out, sizeof(out)), 4, "%s", out);
+	cr_expect(strstr(out, "sbxctl:"), "%s", out);
+	/* nothing listening */
+	snprintf(cmd, sizeof(cmd), "SBX_URL=http://127.0.0.1:1 SBX_TOKEN=x %s/sbxctl status", sbx_it.bin_dir);
+	cr_expect_eq(run_capture(cmd, out, sizeof(out)), 4, "%s", out);
+	cr_expect(strstr(out, "cannot reach sbxd"), "%s", out);
+}

@@ -33,6 +33,9 @@ Test(metrics, runs_requests_and_the_histogram)
 {
 	char sid[64], path[128];
 	sbx_create(&sbx_it, "{\"name\":\"m\"}", sid, sizeof(sid));
+	_cleanup_resp_ struct http_resp app =
+		http_req(&sbx_it, "POST", "/api/sandbox/apps", "{\"name\":\"idle\",\"command\":\"true\"}", NULL);
+	assert_status(app, 201);
 	_cleanup_resp_ struct http_resp ok = sbx_run(&sbx_it, sid, "{\"code\":\"true\"}");
 	_cleanup_resp_ struct http_resp bad = sbx_run(&sbx_it, sid, "{\"code\":\"exit 3\"}");
 	_cleanup_resp_ struct http_resp slow = sbx_run(&sbx_it, sid, "{\"code\":\"sleep 5\",\"timeoutMs\":300}");
@@ -67,9 +70,13 @@ Test(metrics, runs_requests_and_the_histogram)
 	}
 	cr_expect_eq(sample(m.body, "sbx_http_requests_total{route=\"runCode\",status=\"200\"}"), 3, "%s", m.body);
 	cr_expect_eq(sample(m.body, "sbx_http_requests_total{route=\"createSandbox\",status=\"201\"}"), 1);
+	cr_expect_eq(sample(m.body, "sbx_http_requests_total{route=\"createApp\",status=\"201\"}"), 1);
 	cr_expect_geq(sample(m.body, "sbx_http_requests_total{route=\"-\",status=\"404\"}"), 1);
 	cr_expect_eq(sample(m.body, "sbx_child_restarts_total{child=\"sbx-launcher\"}"), 0);
 	cr_expect_geq(sample(m.body, "sbx_live_groups"), 0);
+	cr_expect_eq(sample(m.body, "sbx_apps{state=\"STOPPED\"}"), 1, "%s", m.body);
+	cr_expect_eq(sample(m.body, "sbx_apps{state=\"RUNNING\"}"), 0, "%s", m.body);
+	cr_expect_eq(sample(m.body, "sbx_apps{state=\"FATAL\"}"), 0, "%s", m.body);
 
 	/* authenticated like every route */
 	char host[64];

@@ -52,6 +52,9 @@ static const struct route {
 	{ "POST", "/apps/{name}/stop", NULL, "/apps/nosuch/stop", NULL },
 	{ "POST", "/apps/{name}/restart", NULL, "/apps/nosuch/restart", NULL },
 	{ "GET", "/apps/{name}/log", NULL, "/apps/nosuch/log", NULL },
+	{ "GET", "/schedules", NULL, "/schedules", NULL },
+	{ "POST", "/schedules", NULL, "/schedules", "{}" },
+	{ "DELETE", "/schedules/{scheduleId}", NULL, "/schedules/sch_nosuch", NULL },
 	{ "GET", "/metrics", NULL, "/metrics", NULL },
 	{ "GET", "/openapi.json", NULL, "/openapi.json", NULL },
 };
