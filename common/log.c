@@ -5,16 +5,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 static const char *log_proc = "sbx";
 static enum log_level log_level = LOG_LVL_INFO;
+static bool log_journal; /* stderr is the journal: "<N>" priority prefixes, no timestamps */
+
+/* systemd sets JOURNAL_STREAM to "DEV:INODE" of the stream it connected; it names our
+ * stderr only while stderr is that stream (not once sbxd points it at its log file). */
+bool log_stderr_is_journal(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+	return js && sscanf(js, "%llu:%llu", &dev, &ino) == 2 && fstat(STDERR_FILENO, &st) == 0 &&
+	       (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
 
 void log_init(const char *procname, enum log_level level)
 {
 	log_proc = procname;
 	log_level = level;
+	log_journal = log_stderr_is_journal();
 }
 
 void log_set_level(enum log_level level) { log_level = level; }
@@ -41,6 +55,16 @@ static void log_vemit(enum log_level lvl, int err, const char *fmt, va_list ap)
 	if (lvl > log_level)
 		return;
 	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (log_journal) { /* sd-daemon(3) priorities: err 3, warning 4, info 6, debug 7 */
+		static const int prio[] = { 3, 4, 6, 7 };
+		if (err)
+			fprintf(stderr, "<%d>%s[%d] %s: %s: %s\n", prio[lvl], log_proc, (int)getpid(),
+			        tags[lvl], msg, strerror(err));
+		else
+			fprintf(stderr, "<%d>%s[%d] %s: %s\n", prio[lvl], log_proc, (int)getpid(), tags[lvl], msg);
+		fflush(stderr);
+		return;
+	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	if (err)

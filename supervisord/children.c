@@ -479,7 +479,9 @@ int children_init(struct sbxd *d)
 {
 	/* sanitizer settings pass through so test runs keep their options; nothing else
 	 * of sbxd's environment reaches a child (DESIGN.md §4) */
-	static const char *const passthrough[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS" };
+	/* and JOURNAL_STREAM, so children that share sbxd's stderr log with priorities too */
+	static const char *const passthrough[] = { "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
+		                                   "JOURNAL_STREAM" };
 	const size_t envmax = sizeof(d->child_env) / sizeof(d->child_env[0]);
 	const char *path = getenv("PATH");
 	char dir[SBXD_PATH_MAX];

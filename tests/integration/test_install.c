@@ -101,6 +101,23 @@ Test(install, the_installed_tree_runs_a_traced_jail)
 	}
 	snprintf(p, sizeof(p), "%s%s/share/doc/sbx/observe.md", stage, prefix);
 	cr_expect(stat(p, &st) == 0, "missing %s", p);
+	/* the operator's side: sbxctl, its completion, both man pages */
+	static const char *const ops[] = { "bin/sbxctl", "share/man/man1/sbxctl.1", "share/man/man8/sbxd.8",
+		                           "share/bash-completion/completions/sbxctl", "share/doc/sbx/apps.md" };
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		snprintf(p, sizeof(p), "%s%s/%s", stage, prefix, ops[i]);
+		cr_expect(stat(p, &st) == 0, "missing %s", p);
+	}
+	snprintf(p, sizeof(p), "%s%s/bin/sbxctl version", stage, prefix);
+	{
+		FILE *v = popen(p, "r");
+		char out[128] = "";
+		cr_assert(v);
+		size_t got = fread(out, 1, sizeof(out) - 1, v);
+		out[got] = '\0';
+		cr_expect_eq(pclose(v), 0);
+		cr_expect(strncmp(out, "sbxctl ", 7) == 0, "%s", out);
+	}
 
 	/* the installed daemon, for real: a jail (sbx-jail-init) with tracing (the shims) */
 	sbx_create(&sbx_it, "{\"name\":\"installed\",\"tracing\":true}", sid, sizeof(sid));
