@@ -440,6 +440,14 @@ Test(apps, sigkill_of_sbxd_leaves_no_app)
 	waitpid(sbx_it.pid, &st, 0);
 	sbx_it.pid = -1;
 	cr_expect_eq(proc_wait_marker_gone(marker, 5000), 0, "an app outlived a SIGKILLed sbxd");
+	/* a new daemon on the same data: the apps come back by autostart, once each, and its
+	 * clean stop (the fixture's) unmounts the images the killed one left mounted */
+	cr_assert_eq(sbxd_restart(&sbx_it), 0, "sbxd did not start again");
+	int running = 0;
+	for (unsigned long long end = mono_ms() + 30000; mono_ms() < end && running < 5; sleep_ms(200))
+		running = count_running();
+	cr_expect_eq(running, 5, "%d of 5 apps back after the restart", running);
+	cr_expect_eq(proc_count_marker(marker), 5);
 }
 
 /* ---- sbxctl status ---------------------------------------------------------------------- */
