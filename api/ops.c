@@ -953,6 +953,9 @@ static void on_app_log(const struct stub_reply *rep, void *arg)
 		        rep->type == MSG_ERROR ? rep->message : "unexpected reply from the launcher");
 		return;
 	}
+	for (uint32_t c = 0; o->chunk && c < 2; c++) /* a character cut at the end goes out whole */
+		if (o->ncarry[c])
+			emit(o, c, "", 0, true);
 	if (o->raw_out) { /* REST: the log's bytes as they are */
 		char *body = malloc(rep->out_len + 1);
 		if (!body) {
@@ -1025,8 +1028,10 @@ static int start_app_log(struct op *o, const struct op_args *a, char *why, size_
 	}
 	if ((r = app_log_args(a->body, &m, why, whysz)) < 0)
 		return r;
-	o->raw_out = a->raw_out;
-	return stub_app_log(&m, on_app_log, o);
+	/* Accept: text/event-stream follows the log while the app's process runs */
+	o->chunk = a->chunk;
+	o->raw_out = a->chunk ? NULL : a->raw_out;
+	return stub_app_log(&m, o->chunk ? on_chunk : NULL, on_app_log, o, &o->stream);
 }
 
 /* GET /apps, and the sbx_apps tool: {action: list | status | start | stop | restart | log,
@@ -1067,7 +1072,7 @@ static int start_apps(struct op *o, const struct op_args *a, char *why, size_t w
 	if (act == 5) {
 		struct msg_APP_LOG m = { .app = (char *)name };
 		int r = app_log_args(b, &m, why, whysz);
-		return r < 0 ? r : stub_app_log(&m, on_app_log, o);
+		return r < 0 ? r : stub_app_log(&m, NULL, on_app_log, o, NULL);
 	}
 	return stub_app_ctl(name, act == 2 ? APP_OP_START : act == 3 ? APP_OP_STOP : APP_OP_RESTART,
 	                    on_single, o);
@@ -1268,7 +1273,8 @@ const struct op_row op_table[] = {
 	  NULL, NULL, SCHEMA_APP, 200, start_app_restart, 0 },
 	{ "getAppLog", GET, "/apps/{name}/log", "stream,tail", NULL,
 	  "The end of an app's stdout (or stream=stderr) log, tail bytes of it (default and most: "
-	  "4 MiB), as text.", SCHEMA_APP_LOG_PROPS, NULL, SCHEMA_APP_LOG, 200, start_app_log,
+	  "4 MiB), as text; with Accept: text/event-stream, that and then what the app writes, "
+	  "until its process ends.", SCHEMA_APP_LOG_PROPS, NULL, SCHEMA_APP_LOG, 200, start_app_log,
 	  OPF_QUERY_ARGS | OPF_RAW_REPLY | OPF_TEXT_REPLY },
 	{ "listSchedules", GET, "/schedules", NULL, NULL,
 	  "Scripts the daemon runs by itself on an interval or a cron time, with their last run.",

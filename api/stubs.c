@@ -566,9 +566,29 @@ int stub_app_ctl(const char *name, uint32_t op, stub_cb cb, void *arg)
 	return send_req(API->launcher, MSG_APP_CTL, &m, MSG_APP_REP, 0, cb, arg);
 }
 
-int stub_app_log(const struct msg_APP_LOG *m, stub_cb cb, void *arg)
+int stub_app_log(const struct msg_APP_LOG *m, stub_stream_cb scb, stub_cb cb, void *arg,
+                 uint32_t *ret_stream)
 {
-	return send_req(API->launcher, MSG_APP_LOG, m, MSG_APP_LOG_REP, 0, cb, arg);
+	struct proto_chan *ch = API->launcher;
+	struct msg_APP_LOG c = *m;
+	uint32_t id;
+	int r;
+	if (!ch || !proto_chan_ready(ch))
+		return -ENOTCONN;
+	id = proto_chan_next_id(ch);
+	c.follow = scb ? id : 0;
+	if ((r = send_req_fd(ch, id, MSG_APP_LOG, &c, -1, MSG_APP_LOG_REP, 0, cb, arg)) < 0)
+		return r;
+	if (scb) { /* a followed log answers when the app's process ends: at most the run deadline */
+		struct pending *p = pending_find(ch, id);
+		p->scb = scb;
+		p->span = STUB_RUN_DEADLINE_MS;
+		p->deadline = now_ms() + p->span;
+		proto_stream_rx_init(&p->rx, ch, id);
+	}
+	if (ret_stream)
+		*ret_stream = c.follow;
+	return 0;
 }
 
 int stub_sched_put(const struct msg_SCHED_PUT *m, stub_cb cb, void *arg)

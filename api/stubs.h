@@ -99,7 +99,9 @@ int stub_app_get(const char *name, stub_cb cb, void *arg);
 int stub_app_list(stub_cb cb, void *arg);
 int stub_app_delete(const char *name, stub_cb cb, void *arg);
 int stub_app_ctl(const char *name, uint32_t op, stub_cb cb, void *arg);
-int stub_app_log(const struct msg_APP_LOG *m, stub_cb cb, void *arg);
+/* scb != NULL follows the log (STREAM_DATA of *ret_stream) until the app's process ends */
+int stub_app_log(const struct msg_APP_LOG *m, stub_stream_cb scb, stub_cb cb, void *arg,
+                 uint32_t *ret_stream);
 /* Schedules (launcher/schedules.h) */
 int stub_sched_put(const struct msg_SCHED_PUT *m, stub_cb cb, void *arg);
 int stub_sched_list(stub_cb cb, void *arg);

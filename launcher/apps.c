@@ -30,6 +30,7 @@
 #include "policy.h"
 #include "procs.h"
 #include "registry.h"
+#include "run_stream.h"
 #include "runner.h"
 #include "sandbox.h"
 #include "store.h"
@@ -56,6 +57,10 @@ struct app {
 	struct event *timer;     /* startsecs, or the backoff delay */
 	int log[2];              /* stdout, stderr: append-only log files */
 	uint64_t log_size[2];
+	/* a follower of one of the logs (APP_LOG follow) */
+	struct run_outstream *follow;
+	struct pending *follow_p;
+	int follow_which;
 };
 
 static LIST_HEAD(, app) apps = LIST_HEAD_INITIALIZER(apps);
@@ -67,6 +72,7 @@ static const char *const state_names[] = { "STOPPED", "STARTING", "RUNNING", "BA
 	                                   "STOPPING", "EXITED", "FATAL" };
 
 static void app_spawn(struct app *a);
+static void follow_end(struct app *a);
 
 /* ---- small parts --------------------------------------------------------------------- */
 
@@ -182,6 +188,10 @@ static void app_output(struct run *run, enum run_stream stream, const char *data
 {
 	struct app *a = arg;
 	int which = stream == RUN_STDERR ? 1 : 0;
+	if (a->follow && run_stream_over(a->follow))
+		follow_end(a); /* the reader went away */
+	if (a->follow && a->follow_which == which)
+		run_stream_output(run, stream, data, len, a->follow);
 	if (a->log[which] < 0 && log_open(a, which) < 0)
 		return;
 	/* a full disk drops the bytes, never blocks the app */
@@ -535,8 +545,25 @@ static void app_failed_start(struct app *a)
 	timer_set(a, a->backoff * 1000u, backoff_cb);
 }
 
+/* The follow ends: its stream, then the reply its request waits for. */
+static void follow_end(struct app *a)
+{
+	struct proto_chan *ch;
+	if (!a->follow)
+		return;
+	run_stream_close(a->follow);
+	if ((ch = pending_chan(a->follow_p))) {
+		struct msg_APP_LOG_REP rep = { .size = a->log_size[a->follow_which] };
+		proto_chan_send(ch, MSG_APP_LOG_REP, a->follow_p->id, &rep, -1);
+	}
+	free(a->follow_p);
+	a->follow = NULL;
+	a->follow_p = NULL;
+}
+
 static void app_free(struct app *a)
 {
+	follow_end(a);
 	timer_clear(a);
 	for (int w = 0; w < 2; w++)
 		if (a->log[w] >= 0)
@@ -570,6 +597,7 @@ static void app_done(int err, const char *message, struct run_result *res, void 
 	a->run_id[0] = '\0';
 	a->stop_s = now_unix_s();
 	timer_clear(a);
+	follow_end(a); /* a follow lasts as long as the process it follows */
 	if (a->gone) {
 		app_free(a);
 		return;
@@ -1166,17 +1194,33 @@ void apps_h_log(struct proto_chan *ch, const struct proto_hdr *h, void *m, int f
 
 	if (!a)
 		return;
-	want = in->tail && in->tail < PROTO_APP_LOG_MAX ? in->tail : PROTO_APP_LOG_MAX;
-	log_path(a, (int)in->stream, 0, p, sizeof(p));
-	if ((lfd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 || fstat(lfd, &st) < 0) {
-		if (errno != ENOENT) {
-			reply_err(ch, h->id, PERR_INTERNAL, "reading the log: %s", strerror(errno));
-			return;
-		}
-		proto_chan_send(ch, MSG_APP_LOG_REP, h->id, &rep, -1);
+	if (a->follow && run_stream_over(a->follow))
+		follow_end(a);
+	if (in->follow && in->follow != h->id) {
+		reply_err(ch, h->id, PERR_INVALID_ARGUMENT, "follow: the request's own id");
 		return;
 	}
-	rep.size = (uint64_t)st.st_size;
+	if (in->follow && a->follow) {
+		reply_err(ch, h->id, PERR_CONFLICT, "app %s's log already has a follower", a->c.name);
+		return;
+	}
+	if (in->follow && !a->run_id[0]) {
+		reply_err(ch, h->id, PERR_CONFLICT, "app %s is not running: nothing to follow (%s)",
+		          a->c.name, state_names[a->state]);
+		return;
+	}
+	want = in->tail && in->tail < PROTO_APP_LOG_MAX ? in->tail : PROTO_APP_LOG_MAX;
+	log_path(a, (int)in->stream, 0, p, sizeof(p));
+	/* no log yet (nothing written so far) reads as empty */
+	if ((lfd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0 && errno != ENOENT) {
+		reply_err(ch, h->id, PERR_INTERNAL, "reading the log: %s", strerror(errno));
+		return;
+	}
+	if (lfd >= 0 && fstat(lfd, &st) < 0) {
+		reply_err(ch, h->id, PERR_INTERNAL, "reading the log: %s", strerror(errno));
+		return;
+	}
+	rep.size = lfd >= 0 ? (uint64_t)st.st_size : 0;
 	if (want > rep.size)
 		want = rep.size;
 	if (want && (!(buf = malloc(want)) ||
@@ -1186,6 +1230,23 @@ void apps_h_log(struct proto_chan *ch, const struct proto_hdr *h, void *m, int f
 		return;
 	}
 	rep.length = (uint64_t)n;
+	if (in->follow) { /* what is there first, then the rest as it comes */
+		struct pending *pend = pending_new(h->id);
+		int e = pend ? run_stream_open(pend, in->follow, &a->follow) : -ENOMEM;
+		if (e < 0) {
+			free(pend);
+			free(buf);
+			reply_err(ch, h->id, e == -ENOSPC ? PERR_CONFLICT : PERR_INVALID_ARGUMENT,
+			          "following the log: %s", strerror(-e));
+			return;
+		}
+		a->follow_p = pend;
+		a->follow_which = (int)in->stream;
+		if (n)
+			run_stream_output(NULL, in->stream ? RUN_STDERR : RUN_STDOUT, buf, (size_t)n, a->follow);
+		free(buf);
+		return;
+	}
 	if ((mfd = memfd_create("sbx-app-log", MFD_CLOEXEC)) < 0 || (n && write_all(mfd, buf, (size_t)n) < 0) ||
 	    lseek(mfd, 0, SEEK_SET) < 0) {
 		free(buf);

@@ -151,6 +151,8 @@ void run_stream_ack(const struct msg_STREAM_ACK *m)
 	pump(s);
 }
 
+bool run_stream_over(const struct run_outstream *s) { return !s || s->over; }
+
 void run_stream_cancel(uint32_t id)
 {
 	struct run_outstream *s = find(id);

@@ -6,6 +6,7 @@
 #ifndef SBX_LAUNCHER_RUN_STREAM_H
 #define SBX_LAUNCHER_RUN_STREAM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "launcher.h"
@@ -23,6 +24,8 @@ int run_stream_open(struct pending *p, uint32_t id, struct run_outstream **ret);
 /* The runner's on_output hook (arg = the stream): what the run kept of its output. */
 void run_stream_output(struct run *run, enum run_stream which, const char *data, size_t len,
                        void *arg);
+/* Has the stream ended on its own (cancelled by the reader, dropped)? */
+bool run_stream_over(const struct run_outstream *s);
 /* The run is over: end the stream (if still open) and free it. NULL-safe. */
 void run_stream_close(struct run_outstream *s);
 /* STREAM_ACK / STREAM_CANCEL from the API; a stream id nobody holds is ignored. */

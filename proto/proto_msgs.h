@@ -446,11 +446,15 @@ enum proto_app_bit {
 	F(S, U32V, listening, PROTO_LIST_MAX)                                                         \
 	F(S, STR, note, PROTO_STR_MAX)
 /* The last tail bytes (0: PROTO_APP_LOG_MAX) of an app's stdout (stream 0) or stderr (1)
- * log; the reply's fd is a memfd of length bytes, offset the log's size before them. */
+ * log; the reply's fd is a memfd of length bytes, offset the log's size before them.
+ * follow != 0 (the request's own id) follows the log instead: those bytes and then what
+ * the app writes come as STREAM_DATA chunks of that stream, and the reply (length 0) when
+ * the app's process ends; one follower per app. */
 #define MSG_APP_LOG_FIELDS(F, S)                                                                      \
 	F(S, STR, app, PROTO_APP_NAME_MAX)                                                            \
 	F(S, ENUM, stream, 1)                                                                         \
-	F(S, U64, tail, 0)
+	F(S, U64, tail, 0)                                                                            \
+	F(S, U32, follow, 0)
 #define MSG_APP_LOG_REP_FIELDS(F, S)                                                                  \
 	F(S, U64, length, 0)                                                                          \
 	F(S, U64, size, 0)

@@ -291,6 +291,22 @@ Test(apps, bad_requests_are_refused_and_change_nothing)
 		cr_expect_eq(r.status, cases[i].status, "%s: %d %s", cases[i].body, r.status, r.body);
 		cr_expect(r.json && js_str(r.json, "error.message"), "no error body: %s", r.body);
 	}
+	/* the command's limit, the same constant on both sides: at it, and one past */
+	for (int extra = 0; extra <= 1; extra++) {
+		size_t n = 16384 + (size_t)extra; /* PROTO_APP_CMD_MAX */
+		_cleanup_free_ char *cmd = malloc(n + 1), *body = NULL;
+		cr_assert(cmd);
+		memset(cmd, ' ', n);
+		memcpy(cmd, "true", 4);
+		cmd[n] = '\0';
+		cr_assert(asprintf(&body, "{\"name\":\"long%d\",\"command\":\"%s\"}", extra, cmd) > 0);
+		_cleanup_resp_ struct http_resp r = app_post(body);
+		cr_expect_eq(r.status, extra ? 413 : 201, "a %zu-byte command: %d %s", n, r.status, r.body);
+		if (!extra) {
+			_cleanup_resp_ struct http_resp d = http_req(&sbx_it, "DELETE", API "/apps/long0", NULL, NULL);
+			assert_status(d, 200);
+		}
+	}
 	_cleanup_resp_ struct http_resp l = http_req(&sbx_it, "GET", API "/apps", NULL, NULL);
 	cr_expect_eq(js_int(l.json, "count", -1), 0, "%s", l.body);
 
@@ -643,4 +659,35 @@ Test(apps, sbxctl_drives_apps_runs_and_the_policy)
 	snprintf(cmd, sizeof(cmd), "SBX_URL=http://127.0.0.1:1 SBX_TOKEN=x %s/sbxctl status", sbx_it.bin_dir);
 	cr_expect_eq(run_capture(cmd, out, sizeof(out)), 4, "%s", out);
 	cr_expect(strstr(out, "cannot reach sbxd"), "%s", out);
+}
+
+Test(apps, a_log_is_followed_until_the_process_ends_by_one_reader)
+{
+	_cleanup_resp_ struct http_resp a = app_post(
+		"{\"name\":\"tick\",\"autostart\":true,\"startsecs\":0,\"command\":\"echo first; i=0; "
+		"while [ $i -lt 6 ]; do i=$((i+1)); echo tick $i; sleep 0.3; done\"}");
+	assert_status(a, 201);
+	cr_assert(wait_state("tick", "RUNNING", 15000, NULL, 0));
+	struct bg_req bg;
+	cr_assert_eq(bg_req_start_hdr(&bg, &sbx_it, "GET", API "/apps/tick/log", NULL, 20,
+	                              "Accept: text/event-stream"), 0);
+	sleep_ms(300);
+	/* one follower per app */
+	_cleanup_resp_ struct http_resp second =
+		http_req(&sbx_it, "GET", API "/apps/tick/log", NULL, "Accept: text/event-stream", NULL);
+	_cleanup_resp_ struct http_resp r = bg_req_join(&bg);
+	cr_expect_eq(second.status, 409, "second: %s; first: %d %s", second.body, r.status, r.body);
+	assert_status(r, 200);
+	cr_expect(r.body && strstr(r.body, "event: stdout") && strstr(r.body, "first") &&
+	          strstr(r.body, "tick 6") && strstr(r.body, "event: result"), "%s", r.body ? r.body : "");
+	/* ended with the process: a follow of an app that does not run is refused */
+	cr_expect(wait_state("tick", "EXITED", 5000, NULL, 0));
+	_cleanup_resp_ struct http_resp none =
+		http_req(&sbx_it, "GET", API "/apps/tick/log", NULL, "Accept: text/event-stream", NULL);
+	assert_status(none, 409);
+	/* the plain read still answers all of it */
+	_cleanup_resp_ struct http_resp all = http_req(&sbx_it, "GET", API "/apps/tick/log", NULL, NULL);
+	assert_status(all, 200);
+	cr_expect(all.body && strcmp(all.body, "first\ntick 1\ntick 2\ntick 3\ntick 4\ntick 5\ntick 6\n") == 0,
+	          "%s", all.body ? all.body : "");
 }
