@@ -462,6 +462,17 @@ int stub_runs_list(const char *sandbox_id, uint32_t limit, stub_cb cb, void *arg
 	return send_req(API->launcher, MSG_RUNS_LIST, &m, MSG_LIST_END, MSG_RUN_REP, cb, arg);
 }
 
+/* A request just sent whose answer follows a stream: its chunks go to scb, and it may
+ * wait as long as the longest run (the run deadline) for its final reply. */
+static void follow_pending(struct proto_chan *ch, uint32_t id, stub_stream_cb scb)
+{
+	struct pending *p = pending_find(ch, id);
+	p->scb = scb;
+	p->span = STUB_RUN_DEADLINE_MS;
+	p->deadline = now_ms() + p->span;
+	proto_stream_rx_init(&p->rx, ch, id);
+}
+
 int stub_run_get(const char *sandbox_id, const char *run_id, stub_stream_cb scb, stub_cb cb,
                  void *arg, uint32_t *ret_stream)
 {
@@ -475,13 +486,8 @@ int stub_run_get(const char *sandbox_id, const char *run_id, stub_stream_cb scb,
 	m.stream = scb ? id : 0;
 	if ((r = send_req_fd(ch, id, MSG_RUN_GET, &m, -1, MSG_RUN_REP, 0, cb, arg)) < 0)
 		return r;
-	if (scb) { /* a followed run answers when it ends: the run deadline applies */
-		struct pending *p = pending_find(ch, id);
-		p->scb = scb;
-		p->span = STUB_RUN_DEADLINE_MS;
-		p->deadline = now_ms() + p->span;
-		proto_stream_rx_init(&p->rx, ch, id);
-	}
+	if (scb) /* a followed run answers when it ends */
+		follow_pending(ch, id, scb);
 	if (ret_stream)
 		*ret_stream = m.stream;
 	return 0;
@@ -579,13 +585,8 @@ int stub_app_log(const struct msg_APP_LOG *m, stub_stream_cb scb, stub_cb cb, vo
 	c.follow = scb ? id : 0;
 	if ((r = send_req_fd(ch, id, MSG_APP_LOG, &c, -1, MSG_APP_LOG_REP, 0, cb, arg)) < 0)
 		return r;
-	if (scb) { /* a followed log answers when the app's process ends: at most the run deadline */
-		struct pending *p = pending_find(ch, id);
-		p->scb = scb;
-		p->span = STUB_RUN_DEADLINE_MS;
-		p->deadline = now_ms() + p->span;
-		proto_stream_rx_init(&p->rx, ch, id);
-	}
+	if (scb) /* a followed log answers when the app's process ends */
+		follow_pending(ch, id, scb);
 	if (ret_stream)
 		*ret_stream = c.follow;
 	return 0;
