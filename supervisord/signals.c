@@ -1,6 +1,7 @@
 /* sbxd's signals, read as events in the main loop (libevent evsignal), and the parallel
- * shutdown of DESIGN.md §11: SIGTERM to every group and both children at once, one wait
- * of 300 ms while the loop keeps reaping, SIGKILL for whatever is left. */
+ * shutdown of DESIGN.md §11: SIGTERM to both children, then to every group, one wait of
+ * 300 ms while the loop keeps reaping, SIGKILL for the groups left, and up to
+ * SBXD_CHILD_STOP_MS more for the children to finish their cleanup. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
