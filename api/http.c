@@ -7,8 +7,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
@@ -128,12 +133,78 @@ static bool content_type_is(const char *ct, const char *want)
 
 static bool content_type_json(const char *ct) { return content_type_is(ct, "application/json"); }
 
+/* ---- the control socket ----------------------------------------------------------- */
+
+static uid_t control_uid; /* who may use the control socket besides root: sbxd's user */
+
+/* <data>/sbxd.sock: created 0600 (owned by the daemon's user) before confinement, served
+ * by the same evhttp as the TCP listener. A request on it needs no token and no Host: the
+ * peer's credentials are checked instead (root or the daemon's own uid), and no browser
+ * can reach a Unix socket. 0, or -errno (the daemon serves TCP only then). */
+int http_control_start(struct api *A, const char *data_dir)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct stat st;
+	mode_t old;
+	int fd, r;
+	control_uid = geteuid();
+	if ((size_t)snprintf(a.sun_path, sizeof(a.sun_path), "%s/" API_CONTROL_SOCKET, data_dir) >=
+	    sizeof(a.sun_path))
+		return -ENAMETOOLONG;
+	if (lstat(a.sun_path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			return -EEXIST; /* not ours to remove */
+		unlink(a.sun_path); /* a stale one from an earlier run */
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
+		return -errno;
+	old = umask(0177); /* born 0600: no moment when others may connect */
+	r = bind(fd, (struct sockaddr *)&a, sizeof(a));
+	umask(old);
+	if (r < 0 || listen(fd, 64) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	if (!evhttp_accept_socket_with_handle(A->http, fd)) {
+		close(fd);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Is the request on the control socket? Then: is its peer root or the daemon's user? */
+static bool on_control_socket(struct evhttp_request *req, bool *ret_peer_ok)
+{
+	struct evhttp_connection *c = evhttp_request_get_connection(req);
+	struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
+	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+	struct sockaddr_storage ss;
+	socklen_t n = sizeof(ss);
+	struct ucred cr;
+	socklen_t crn = sizeof(cr);
+	*ret_peer_ok = false;
+	if (fd < 0 || getsockname(fd, (struct sockaddr *)&ss, &n) < 0 || ss.ss_family != AF_UNIX)
+		return false;
+	*ret_peer_ok = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &crn) == 0 &&
+	               (cr.uid == 0 || cr.uid == control_uid);
+	return true;
+}
+
 /* Shared by REST and MCP: 0 = go on, else the request has been answered. */
 int http_guard(struct evhttp_request *req)
 {
 	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
 	struct evbuffer *body = evhttp_request_get_input_buffer(req);
+	bool peer_ok = false;
 
+	if (on_control_socket(req, &peer_ok)) {
+		if (!peer_ok) {
+			http_error_status(req, 403, "forbidden", "the control socket is for root and sbxd's user");
+			return -1;
+		}
+		goto body; /* the kernel vouched for the peer: no Host, Origin or token to check */
+	}
 	if (!host_ok(evhttp_find_header(in, "Host"))) {
 		http_error_status(req, 403, "forbidden", "the Host header must name this daemon on loopback");
 		return -1;
@@ -148,6 +219,7 @@ int http_guard(struct evhttp_request *req)
 		                  "missing or wrong bearer token (see api.token in the data dir)");
 		return -1;
 	}
+body:
 	/* a browser's cross-site "simple" POST cannot carry application/json; raw bytes are
 	 * taken by PUT only, which no cross-site form can send without a preflight we never
 	 * answer */

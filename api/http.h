@@ -19,6 +19,8 @@ struct api;
 #define HTTP_BODY_MAX ((PROTO_FILE_MAX / 3 + 1) * 4 + (64u << 10))
 
 int http_start(struct api *A, const char *host, uint16_t port);
+#define API_CONTROL_SOCKET "sbxd.sock"
+int http_control_start(struct api *A, const char *data_dir);
 void http_reply(struct evhttp_request *req, int status, const char *body, size_t len);
 void http_error(struct evhttp_request *req, enum proto_err e, const char *msg);
 int http_guard(struct evhttp_request *req);

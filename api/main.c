@@ -265,6 +265,9 @@ int main(int argc, char **argv)
 		log_warnx("raising RLIMIT_NOFILE: %s", strerror(-r));
 	if ((r = http_start(API, host, port)) < 0)
 		fatalx("cannot listen on %s:%u: %s", host, (unsigned)port, strerror(-r));
+	if ((r = http_control_start(API, data_dir)) < 0)
+		log_warnx("no control socket %s/%s: %s (sbxctl uses the token over TCP)", data_dir,
+		          API_CONTROL_SOCKET, strerror(-r));
 	term = evsignal_new(API->base, SIGTERM, on_term, NULL);
 	event_add(term, NULL);
 	confine(data_dir);

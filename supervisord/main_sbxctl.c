@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@
 static char host[256] = "127.0.0.1", port[16] = "7420";
 static char token[160];
 static bool json_out;
+static char sock_path[4200]; /* the control socket, when sbxctl talks through it */
 
 /* ---- HTTP ------------------------------------------------------------------------------ */
 
@@ -46,10 +48,27 @@ static void resp_free(struct resp *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* The control socket <data>/sbxd.sock (0600; sbx-api checks the peer's uid): no token. */
+static int dial_control(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd;
+	if ((size_t)snprintf(a.sun_path, sizeof(a.sun_path), "%s", path) >= sizeof(a.sun_path) ||
+	    (fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static int dial(void)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL, *ai;
 	int fd = -1;
+	if (sock_path[0])
+		return dial_control(sock_path);
 	if (getaddrinfo(host, port, &hints, &res) != 0)
 		return -1;
 	for (ai = res; ai; ai = ai->ai_next) {
@@ -110,7 +129,10 @@ static int http(const char *method, const char *path, const char *ctype, const c
 
 	memset(r, 0, sizeof(*r));
 	if (fd < 0) {
-		fprintf(stderr, "sbxctl: cannot reach sbxd at http://%s:%s (is it running?)\n", host, port);
+		if (sock_path[0])
+			fprintf(stderr, "sbxctl: cannot reach sbxd at %s (is it running?)\n", sock_path);
+		else
+			fprintf(stderr, "sbxctl: cannot reach sbxd at http://%s:%s (is it running?)\n", host, port);
 		free(buf);
 		return -1;
 	}
@@ -850,13 +872,22 @@ int main(int argc, char **argv)
 		if (c)
 			snprintf(port, sizeof(port), "%.*s", (int)strcspn(c + 1, "/"), c + 1);
 	}
+	if (!data_dir[0] && config_default_data_dir(geteuid() == 0, data_dir, sizeof(data_dir)) < 0)
+		data_dir[0] = '\0';
+	/* no daemon named: its control socket when we may use it, else loopback and the token */
+	if (!url && data_dir[0]) {
+		int fd;
+		snprintf(sock_path, sizeof(sock_path), "%s/sbxd.sock", data_dir);
+		if ((fd = dial_control(sock_path)) >= 0)
+			close(fd);
+		else
+			sock_path[0] = '\0';
+	}
 	if (env_token && *env_token) {
 		snprintf(token, sizeof(token), "%s", env_token);
-	} else {
+	} else if (!sock_path[0]) {
 		char path[4200];
 		FILE *f;
-		if (!data_dir[0] && config_default_data_dir(geteuid() == 0, data_dir, sizeof(data_dir)) < 0)
-			data_dir[0] = '\0';
 		snprintf(path, sizeof(path), "%s/api.token", data_dir);
 		if (data_dir[0] && (f = fopen(path, "re"))) {
 			if (fgets(token, sizeof(token), f))

@@ -691,3 +691,40 @@ Test(apps, a_log_is_followed_until_the_process_ends_by_one_reader)
 	cr_expect(all.body && strcmp(all.body, "first\ntick 1\ntick 2\ntick 3\ntick 4\ntick 5\ntick 6\n") == 0,
 	          "%s", all.body ? all.body : "");
 }
+
+/* sbxctl with no URL and no token talks through <data>/sbxd.sock: 0600, its peer's uid
+ * checked by sbx-api (root or sbxd's user), no Host or token needed on it */
+Test(apps, control_socket)
+{
+	char sock[1200], cmd[4096], out[8192];
+	struct stat st;
+	snprintf(sock, sizeof(sock), "%s/sbxd.sock", sbx_it.data_dir);
+	if (strlen(sock) >= 108) { /* sizeof(sockaddr_un.sun_path) */
+		printf("SKIP: the data dir path is too long for a Unix socket here: %s\n", sock);
+		return;
+	}
+	cr_assert_eq(lstat(sock, &st), 0, "no control socket %s", sock);
+	cr_expect(S_ISSOCK(st.st_mode) && (st.st_mode & 0777) == 0600 && st.st_uid == geteuid(),
+	          "mode %o uid %u", st.st_mode & 0777, st.st_uid);
+	_cleanup_resp_ struct http_resp a = app_post("{\"name\":\"viasock\",\"command\":\"exec sleep 1000\"}");
+	assert_status(a, 201);
+	snprintf(cmd, sizeof(cmd), "env -u SBX_URL -u SBX_TOKEN %s/sbxctl --data-dir %s start viasock",
+	         sbx_it.bin_dir, sbx_it.data_dir);
+	cr_expect_eq(run_capture(cmd, out, sizeof(out)), 0, "%s", out);
+	cr_expect_str_eq(out, "viasock: started\n");
+	snprintf(cmd, sizeof(cmd), "env -u SBX_URL -u SBX_TOKEN %s/sbxctl --data-dir %s status",
+	         sbx_it.bin_dir, sbx_it.data_dir);
+	cr_expect_eq(run_capture(cmd, out, sizeof(out)), 0, "%s", out);
+	cr_expect(strncmp(out, "viasock                          RUNNING   pid ", 47) == 0, "%s", out);
+	/* no token and a Host of no port: fine on the socket */
+	snprintf(cmd, sizeof(cmd), "curl -s --unix-socket %s http://x/api/sandbox/apps/viasock", sock);
+	cr_expect_eq(run_capture(cmd, out, sizeof(out)), 0, "%s", out);
+	cr_expect(strstr(out, "\"state\":\"RUNNING\""), "%s", out);
+	/* a peer that is neither root nor sbxd's user is refused even when the mode lets it in */
+	cr_assert_eq(chmod(sock, 0666), 0);
+	snprintf(cmd, sizeof(cmd), "setpriv --reuid=65534 --regid=65534 --clear-groups curl -s "
+	         "--unix-socket %s http://x/api/sandbox/apps", sock);
+	run_capture(cmd, out, sizeof(out));
+	cr_expect(strstr(out, "\"forbidden\"") && !strstr(out, "viasock"), "%s", out);
+	chmod(sock, 0600);
+}
