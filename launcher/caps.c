@@ -83,6 +83,9 @@ static _Noreturn void probe_intermediate(char *const argv[], bool as_jail, int o
 		if (as_jail && privdrop_to(CAPS_PROBE_UID, CAPS_PROBE_UID) < 0)
 			_exit(126);
 		prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+		/* after the uid change, which clears it: the probe goes when its parent does */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1)
+			_exit(126);
 		if (chdir("/") < 0)
 			_exit(126);
 		execve(argv[0], argv, envp);
@@ -108,12 +111,37 @@ static _Noreturn void probe_intermediate(char *const argv[], bool as_jail, int o
 	_exit(0);
 }
 
+/* the process groups of the probes in flight, ended when the launcher stops: a probe's
+ * program may have dropped what would make it die with us (pasta changes its credentials,
+ * which clears PR_SET_PDEATHSIG) */
+#define CAPS_PROBES_MAX 8u
+static pid_t live_probes[CAPS_PROBES_MAX];
+
+static void probe_track(pid_t pid, bool on)
+{
+	for (size_t i = 0; i < CAPS_PROBES_MAX; i++)
+		if (on ? live_probes[i] == 0 : live_probes[i] == pid) {
+			live_probes[i] = on ? pid : 0;
+			return;
+		}
+}
+
+void caps_shutdown(void)
+{
+	for (size_t i = 0; i < CAPS_PROBES_MAX; i++)
+		if (live_probes[i] > 0) {
+			kill(-live_probes[i], SIGKILL);
+			live_probes[i] = 0;
+		}
+}
+
 static void probe_finish(struct probe *p)
 {
 	int32_t st = -1;
 	probe_done_fn done = p->done;
 	bool to = p->timed_out;
 
+	probe_track(p->pid, false);
 	while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	event_free(p->rev);
@@ -186,6 +214,7 @@ static int probe_start(char *const argv[], bool as_jail, probe_done_fn done)
 		probe_intermediate(argv, as_jail, fds[1]);
 	}
 	setpgid(p->pid, p->pid); /* both sides, so the kill below never misses the group */
+	probe_track(p->pid, true);
 	close(fds[1]);
 	p->fd = fds[0];
 	p->done = done;
@@ -194,6 +223,7 @@ static int probe_start(char *const argv[], bool as_jail, probe_done_fn done)
 	if (!p->rev || !p->tev || event_add(p->rev, NULL) < 0 || evtimer_add(p->tev, &tv) < 0) {
 		kill(-p->pid, SIGKILL);
 		kill(p->pid, SIGKILL);
+		probe_track(p->pid, false);
 		if (p->rev)
 			event_free(p->rev);
 		if (p->tev)
@@ -377,8 +407,11 @@ static void pasta_test_done(bool timed_out, int st, const char *out)
 
 static void direct_test_done(bool timed_out, int st, const char *out)
 {
-	char *const argv[] = { C.L->pasta_path, "--config-net", "--quiet", "--no-map-gw", "-T", "none",
-		               "-U", "none", "-u", "none", "-t", "none", "--", "/bin/true", NULL };
+	/* --foreground: a pasta that went to the background would outlive the probe (its own
+	 * session, out of reach of the probe's group kill) */
+	char *const argv[] = { C.L->pasta_path, "--config-net", "--quiet", "--foreground", "--no-map-gw",
+		               "-T", "none", "-U", "none", "-u", "none", "-t", "none", "--", "/bin/true",
+		               NULL };
 	C.direct_ok = probe_ok(timed_out, st);
 	if (C.direct_ok)
 		snprintf(C.direct_reason, sizeof(C.direct_reason), "bwrap runs a jail");

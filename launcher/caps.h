@@ -19,6 +19,8 @@ void caps_init(struct launcher *L);
 int caps_get(bool recheck, caps_done_fn done, void *arg);
 /* Start probes whose cache is stale, with nobody waiting (start-up). */
 void caps_refresh(void);
+/* The launcher stops: end every probe in flight, with whatever it started in its group. */
+void caps_shutdown(void);
 /* Last known results without probing: docker_known is false before the first probe. */
 const char *caps_bwrap_version(void);
 bool caps_docker_unavailable(const char **ret_reason);

@@ -288,6 +288,7 @@ int main(int argc, char **argv)
 	event_base_dispatch(L.base);
 
 	apps_shutdown(); /* no restarts while everything stops */
+	caps_shutdown();
 	sched_shutdown();
 	runner_stop_all(&L); /* every exit path: a lost sbxd, SIGTERM, SIGINT */
 	log_debug("shutdown: every run stopped");
