@@ -112,6 +112,11 @@ static int data_dir_lock(const char *dir, long *ret_holder)
 	return 0; /* fd stays open: the lock lives as long as sbxd */
 }
 
+static void watchdog_cb(evutil_socket_t fd, short what, void *arg)
+{
+	notify_send("WATCHDOG=1\n");
+}
+
 int main(int argc, char *argv[])
 {
 	struct sbxd *d = &sbxd;
@@ -202,10 +207,22 @@ int main(int argc, char *argv[])
 		printf("sbxd: logging to %s/%s\n", d->cfg.data_dir, SBXD_LOG_NAME);
 	fflush(stdout);
 
+	/* WatchdogSec=: WATCHDOG=1 at half the interval, from this loop, so a wedged sbxd is
+	 * restarted by the service manager */
+	struct event *watchdog = NULL;
+	if (notify_watchdog_usec()) {
+		uint64_t half = notify_watchdog_usec() / 2;
+		struct timeval tv = { (time_t)(half / 1000000), (suseconds_t)(half % 1000000) };
+		if (!(watchdog = event_new(d->base, -1, EV_PERSIST, watchdog_cb, NULL)) ||
+		    event_add(watchdog, &tv) < 0)
+			log_warnx("the service manager's watchdog cannot be served");
+	}
 	children_start_all(d);
 	if (event_base_dispatch(d->base) < 0)
 		log_warnx("event loop failed");
 
+	if (watchdog)
+		event_free(watchdog);
 	children_free(d);
 	signals_free(d);
 	event_base_free(d->base);

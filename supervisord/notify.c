@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +16,24 @@
 
 static struct sockaddr_un addr;
 static socklen_t addr_len;
+static uint64_t watchdog_usec;
 
 void notify_init(void)
 {
 	const char *s = getenv("NOTIFY_SOCKET");
+	const char *wd = getenv("WATCHDOG_USEC"), *wpid = getenv("WATCHDOG_PID");
 	size_t n;
 	addr_len = 0;
+	watchdog_usec = 0;
+	/* the watchdog is ours when no pid is named or ours is */
+	if (wd && (!wpid || strtol(wpid, NULL, 10) == (long)getpid())) {
+		char *end;
+		unsigned long long v = strtoull(wd, &end, 10);
+		if (!*end && v > 0)
+			watchdog_usec = v;
+	}
+	unsetenv("WATCHDOG_USEC");
+	unsetenv("WATCHDOG_PID");
 	if (!s || (s[0] != '/' && s[0] != '@') || (n = strlen(s)) >= sizeof(addr.sun_path) || n < 2)
 		goto out;
 	memset(&addr, 0, sizeof(addr));
@@ -34,6 +47,8 @@ out:
 }
 
 bool notify_enabled(void) { return addr_len != 0; }
+
+uint64_t notify_watchdog_usec(void) { return addr_len ? watchdog_usec : 0; }
 
 int notify_send(const char *text)
 {

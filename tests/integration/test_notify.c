@@ -76,3 +76,44 @@ Test(notify, ready_once_both_children_run_and_stopping_at_sigterm)
 	recv_msg(msg, sizeof(msg));
 	cr_expect(strncmp(msg, "STOPPING=1\n", 11) == 0, "%s", msg);
 }
+
+/* WatchdogSec=: with $WATCHDOG_USEC set, WATCHDOG=1 comes at least every half interval,
+ * and no child inherits the variable */
+static void setup_watchdog(void)
+{
+	setenv("WATCHDOG_USEC", "200000", 1);
+	setup();
+	unsetenv("WATCHDOG_USEC");
+}
+
+TestSuite(notify_watchdog, .init = setup_watchdog, .fini = teardown, .timeout = 60);
+
+Test(notify_watchdog, pings_at_half_the_interval)
+{
+	char msg[512];
+	int pings = 0;
+	unsigned long long t0 = 0, last = 0;
+	for (int i = 0; i < 20 && pings < 5; i++) {
+		recv_msg(msg, sizeof(msg));
+		if (strcmp(msg, "WATCHDOG=1\n") != 0)
+			continue;
+		unsigned long long now = mono_ms();
+		if (!t0)
+			t0 = now;
+		else
+			cr_expect(now - last < 1000, "%llu ms between two pings of a 200 ms watchdog", now - last);
+		last = now;
+		pings++;
+	}
+	cr_expect_eq(pings, 5, "%d pings", pings);
+	pid_t launcher = proc_child_by_comm(sbx_it.pid, "sbx-launcher");
+	char path[64], env[16384];
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)launcher);
+	FILE *f = fopen(path, "re");
+	cr_assert(f);
+	size_t n = fread(env, 1, sizeof(env) - 1, f);
+	fclose(f);
+	env[n] = '\0';
+	for (size_t i = 0; i < n; i += strlen(env + i) + 1)
+		cr_expect(strncmp(env + i, "WATCHDOG_", 9) != 0, "the launcher got %s", env + i);
+}
