@@ -28,6 +28,7 @@
 #include "dispatch_int.h"
 #include "log.h"
 #include "policy.h"
+#include "portown.h"
 #include "procs.h"
 #include "registry.h"
 #include "run_stream.h"
@@ -213,117 +214,6 @@ static void log_remove(const struct app *a)
 
 /* ---- what the kernel says ------------------------------------------------------------ */
 
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* The listening sockets of one /proc/.../net/tcp{,6} file: fn(port, inode) per line. */
-static void tcp_listeners(const char *path, void (*fn)(uint32_t port, unsigned long inode, void *),
-                          void *arg)
-{
-	_cleanup_fclose_ FILE *f = fopen(path, "re");
-	char line[512];
-	if (!f || !fgets(line, sizeof(line), f)) /* the header */
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		char local[128], rem[128], st[8];
-		unsigned long inode;
-		char *colon;
-		uint32_t port = 0;
-		if (sscanf(line, " %*d: %127s %127s %7s %*s %*s %*s %*s %*s %lu", local, rem, st, &inode) != 4)
-			continue;
-		if (strcmp(st, "0A") != 0 || !(colon = strrchr(local, ':')))
-			continue;
-		for (char *p = colon + 1; *p; p++) {
-			int v = hexval(*p);
-			if (v < 0)
-				break;
-			port = port * 16 + (uint32_t)v;
-		}
-		fn(port, inode, arg);
-	}
-}
-
-struct inode_want {
-	uint32_t port;
-	unsigned long inodes[16];
-	size_t n;
-};
-
-static void want_inode(uint32_t port, unsigned long inode, void *arg)
-{
-	struct inode_want *w = arg;
-	if (port == w->port && inode && w->n < 16)
-		w->inodes[w->n++] = inode;
-}
-
-pid_t apps_port_owner(uint16_t port)
-{
-	struct inode_want w = { .port = port };
-	_cleanup_closedir_ DIR *proc = NULL;
-	struct dirent *de;
-
-	tcp_listeners("/proc/net/tcp", want_inode, &w);
-	tcp_listeners("/proc/net/tcp6", want_inode, &w);
-	if (!w.n)
-		return 0;
-	if (!(proc = opendir("/proc")))
-		return -errno;
-	while ((de = readdir(proc))) {
-		char fdp[64];
-		_cleanup_closedir_ DIR *fds = NULL;
-		struct dirent *fe;
-		long pid = strtol(de->d_name, NULL, 10);
-		if (pid <= 0)
-			continue;
-		snprintf(fdp, sizeof(fdp), "/proc/%ld/fd", pid);
-		if (!(fds = opendir(fdp)))
-			continue;
-		while ((fe = readdir(fds))) {
-			char lp[128], target[64];
-			ssize_t n;
-			unsigned long ino;
-			snprintf(lp, sizeof(lp), "%s/%s", fdp, fe->d_name);
-			if ((n = readlink(lp, target, sizeof(target) - 1)) <= 0)
-				continue;
-			target[n] = '\0';
-			if (sscanf(target, "socket:[%lu]", &ino) != 1)
-				continue;
-			for (size_t i = 0; i < w.n; i++)
-				if (w.inodes[i] == ino)
-					return (pid_t)pid;
-		}
-	}
-	return 0;
-}
-
-struct port_list {
-	uint32_t *out;
-	size_t n, max;
-};
-
-static void add_port(uint32_t port, unsigned long inode, void *arg)
-{
-	struct port_list *l = arg;
-	for (size_t i = 0; i < l->n && i < l->max; i++)
-		if (l->out[i] == port)
-			return;
-	if (l->n < l->max)
-		l->out[l->n] = port;
-	l->n++;
-}
-
-size_t apps_listening_ports(pid_t pid, uint32_t *out, size_t max)
-{
-	struct port_list l = { out, 0, max };
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/%d/net/tcp", (int)pid);
-	tcp_listeners(p, add_port, &l);
-	snprintf(p, sizeof(p), "/proc/%d/net/tcp6", (int)pid);
-	tcp_listeners(p, add_port, &l);
-	return l.n < max ? l.n : max;
-}
 
 /* Does something answer on 127.0.0.1:port (or [::1]:port) on the host? */
 static bool port_answers(uint16_t port)
@@ -413,7 +303,7 @@ static void app_confinement(const struct app *a, struct msg_APP_REP *rep, char *
 	}
 	{
 		uint32_t ports[PROTO_LIST_MAX];
-		size_t n = apps_listening_ports(pid, ports, PROTO_LIST_MAX);
+		size_t n = portown_listening(pid, ports, PROTO_LIST_MAX);
 		for (size_t i = 0; i < n; i++)
 			proto_u32v_push(&rep->listening, ports[i]);
 	}
@@ -452,19 +342,17 @@ static int app_reclaim_port(struct app *a, const char *dir)
 
 	if (!a->c.port || !port_answers((uint16_t)a->c.port))
 		return 0;
-	owner = apps_port_owner((uint16_t)a->c.port);
-	if (owner <= 0) {
-		app_spawnerr(a, "port %u answers and its owner could not be found: left alone",
-		             a->c.port);
-		return -EADDRINUSE;
-	}
-	snprintf(p, sizeof(p), "/proc/%d/cwd", (int)owner);
-	if ((n = readlink(p, cwd, sizeof(cwd) - 1)) <= 0) {
+	int e = portown_owner((uint16_t)a->c.port, &owner, cwd, sizeof(cwd));
+	if (e < 0 && owner > 0) {
 		app_spawnerr(a, "port %u is held by pid %d, whose directory cannot be read: left alone",
 		             a->c.port, (int)owner);
 		return -EADDRINUSE;
 	}
-	cwd[n] = '\0';
+	if (e < 0 || owner <= 0) {
+		app_spawnerr(a, "port %u answers and its owner could not be found: left alone",
+		             a->c.port);
+		return -EADDRINUSE;
+	}
 	if (!apps_path_inside(cwd, dir)) {
 		app_spawnerr(a, "port %u is held by pid %d (cwd %s), not this app's: left alone",
 		             a->c.port, (int)owner, cwd);

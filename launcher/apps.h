@@ -67,13 +67,7 @@ void apps_h_log(struct proto_chan *ch, const struct proto_hdr *h, void *m, int f
 /* Apps by state, for GET /metrics (counts[APP_STATE_MAX_ + 1]). */
 void apps_count_states(uint32_t *counts);
 
-/* Port ownership on this host (the launcher's network namespace): the pid holding a TCP
- * listening socket on port (IPv4 or IPv6), 0 when none is found, -errno. Exposed for the
- * unit test. */
-pid_t apps_port_owner(uint16_t port);
 /* Is path inside (or equal to) dir? Both absolute and canonical. */
 bool apps_path_inside(const char *path, const char *dir);
-/* The TCP ports process pid listens on in its own network namespace; up to max. */
-size_t apps_listening_ports(pid_t pid, uint32_t *out, size_t max);
 
 #endif
