@@ -1486,6 +1486,31 @@ void json_uptime(uint64_t secs, char *buf, size_t sz)
 		         (unsigned long long)(rest % 3600 / 60), (unsigned long long)(rest % 60));
 }
 
+/* k: the value, or null when there is none */
+static void gen_kint_or_null(yajl_gen g, const char *k, bool present, long long v)
+{
+	if (present)
+		json_gen_kint(g, k, v);
+	else
+		json_gen_knull(g, k);
+}
+
+static void gen_kstr_or_null(yajl_gen g, const char *k, const char *v)
+{
+	if (v && *v)
+		json_gen_kstr(g, k, v);
+	else
+		json_gen_knull(g, k);
+}
+
+static void gen_ktime_or_null(yajl_gen g, const char *k, uint64_t t)
+{
+	if (t)
+		gen_time(g, k, t);
+	else
+		json_gen_knull(g, k);
+}
+
 static void gen_kints(yajl_gen g, const char *k, const struct proto_u32v *v)
 {
 	json_gen_key(g, k);
@@ -1503,10 +1528,7 @@ void json_gen_app(yajl_gen g, const struct msg_APP_REP *a)
 	json_gen_kstr(g, "state", json_app_state_name(a->state));
 	json_gen_kstr(g, "sandboxId", a->sandbox_id);
 	json_gen_kstr(g, "command", a->command);
-	if (a->port)
-		json_gen_kint(g, "port", a->port);
-	else
-		json_gen_knull(g, "port");
+	gen_kint_or_null(g, "port", a->port != 0, a->port);
 	json_gen_kstr(g, "dir", a->dir);
 	json_gen_kbool(g, "autostart", a->autostart);
 	json_gen_key(g, "autorestart");
@@ -1520,10 +1542,7 @@ void json_gen_app(yajl_gen g, const struct msg_APP_REP *a)
 	json_gen_kstr(g, "stopsignal", json_signal_name((int)a->stopsignal));
 	json_gen_kint(g, "stopwaitsecs", a->stopwaitsecs);
 	gen_time(g, "createdAt", a->created_at);
-	if (a->pid)
-		json_gen_kint(g, "pid", a->pid);
-	else
-		json_gen_knull(g, "pid");
+	gen_kint_or_null(g, "pid", a->pid != 0, a->pid);
 	/* what supervisorctl needs for its description, as Unix seconds */
 	json_gen_kint(g, "start", (long long)a->start_s);
 	json_gen_kint(g, "stop", (long long)a->stop_s);
@@ -1532,10 +1551,7 @@ void json_gen_app(yajl_gen g, const struct msg_APP_REP *a)
 		json_uptime(a->now_s > a->start_s ? a->now_s - a->start_s : 0, up, sizeof(up));
 		json_gen_kstr(g, "uptime", up);
 	}
-	if (a->has_exit)
-		json_gen_kint(g, "exitStatus", a->exit_status);
-	else
-		json_gen_knull(g, "exitStatus");
+	gen_kint_or_null(g, "exitStatus", a->has_exit, a->exit_status);
 	json_gen_kstr(g, "spawnerr", a->spawnerr);
 	json_gen_kint(g, "starts", a->starts);
 	if (a->checked) {
@@ -1616,27 +1632,12 @@ void json_gen_schedule(yajl_gen g, const struct msg_SCHED_REP *s)
 	json_gen_kstr(g, "sandboxId", s->sandbox_id);
 	json_gen_kstr(g, "language", s->language <= LANG_MAX_ ? lang_names[s->language] : "sh");
 	json_gen_kstr(g, "code", s->code);
-	if (s->every_s)
-		json_gen_kint(g, "every", s->every_s);
-	else
-		json_gen_knull(g, "every");
-	if (s->cron[0])
-		json_gen_kstr(g, "cron", s->cron);
-	else
-		json_gen_knull(g, "cron");
+	gen_kint_or_null(g, "every", s->every_s != 0, s->every_s);
+	gen_kstr_or_null(g, "cron", s->cron);
 	gen_time(g, "createdAt", s->created_at);
-	if (s->next_at)
-		gen_time(g, "nextAt", s->next_at);
-	else
-		json_gen_knull(g, "nextAt");
-	if (s->last_at)
-		gen_time(g, "lastAt", s->last_at);
-	else
-		json_gen_knull(g, "lastAt");
-	if (s->last_run_id[0])
-		json_gen_kstr(g, "lastRunId", s->last_run_id);
-	else
-		json_gen_knull(g, "lastRunId");
+	gen_ktime_or_null(g, "nextAt", s->next_at);
+	gen_ktime_or_null(g, "lastAt", s->last_at);
+	gen_kstr_or_null(g, "lastRunId", s->last_run_id);
 	json_gen_kstr(g, "lastStatus", s->last_status);
 	json_gen_kint(g, "runs", s->runs);
 	json_gen_kint(g, "skipped", s->skipped);
